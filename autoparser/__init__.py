@@ -1,0 +1,6 @@
+"""autoparser: infer a transformers ``response_template`` from a model's own chat template."""
+
+from .api import Result, analyze, infer, infer_result, template_hash
+from .errors import AnalysisError, AutoparserError, SourceError, TemplateError, WorkaroundError
+
+__all__ = ["infer", "infer_result", "analyze", "Result", "template_hash", "AutoparserError", "AnalysisError", "SourceError", "TemplateError", "WorkaroundError"]

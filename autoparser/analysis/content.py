@@ -1,0 +1,42 @@
+"""How content is wrapped (C1): plain, always wrapped, or wrapped only when reasoning is present."""
+
+from __future__ import annotations
+
+from ..diff import markers
+from ..probes import CONTENT, REASON, Prober, assistant
+from .model import Content, Reasoning, Turn
+
+
+def _strip_block(text: str, r: Reasoning) -> str:
+    if r.start and r.end:
+        i = text.find(r.start)
+        j = text.find(r.end, i + len(r.start)) if i >= 0 else -1
+        if i >= 0 and j >= 0:
+            return text[:i] + text[j + len(r.end) :]
+    if r.end and r.end in text:
+        return text[text.find(r.end) + len(r.end) :]
+    return text
+
+
+def analyze_content(pr: Prober, turn: Turn, r: Reasoning, log: list[str]) -> Content:
+    g = pr.generation(assistant(), pr.modes[0])
+    text = g.text if g else ""
+    i = text.find(CONTENT)
+    before = _strip_block(text[:i], r).strip() if i >= 0 else ""
+    after = text[i + len(CONTENT) :] if i >= 0 else ""
+    after_ms = markers(after)
+    if before and markers(before) and not (r.start and before.startswith(r.start)):
+        end = after_ms[0] if after_ms else ""
+        c = Content("ALWAYS_WRAPPED", before, end)
+    else:
+        c = Content()
+        if r.mode != "NONE":
+            gr = pr.generation(assistant(reasoning=REASON), pr.modes[0])
+            if gr and REASON in gr.text and CONTENT in gr.text:
+                seg = gr.text[gr.text.find(REASON) + len(REASON) : gr.text.find(CONTENT)]
+                post = markers(gr.text[gr.text.find(CONTENT) + len(CONTENT) :])
+                ms = markers(seg)
+                if len(ms) >= 2 and ms[-1] != r.end and post and post[0] not in turn.end_markers:
+                    c = Content("WRAPPED_WITH_REASONING", ms[-1], post[0])
+    log.append(f"C1 content: before {before!r} after {after[:40]!r} -> {c}")
+    return c

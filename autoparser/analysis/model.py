@@ -1,0 +1,87 @@
+"""What the analysis found: plain frozen dataclasses, no behaviour. The emitter reads these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Where an assistant turn starts and ends."""
+
+    generation_prompt: str = ""  # default mode, after the last user turn
+    anchors: tuple[str, ...] = ()  # literal start anchors (empty: use the end of the prompt)
+    end_markers: tuple[str, ...] = ()  # end-of-turn markers that close the message
+    thinking_modes: tuple[str, ...] = ()  # kwargs that change the generation prompt, e.g. "enable_thinking=False"
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """NONE, TAG_BASED, FORCED_OPEN, FORCED_CLOSED, DELIMITER or TOOLS_ONLY."""
+
+    mode: str = "NONE"
+    start: str = ""
+    end: str = ""
+    end_variants: tuple[str, ...] = ()  # the end marker plus what follows it before content
+
+
+@dataclass(frozen=True)
+class Content:
+    """PLAIN, ALWAYS_WRAPPED or WRAPPED_WITH_REASONING."""
+
+    mode: str = "PLAIN"
+    start: str = ""
+    end: str = ""
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """How arguments are written inside a call."""
+
+    kind: str = "json"  # json | tagged
+    # json dialect
+    unquoted_keys: bool = False
+    string_delims: tuple[tuple[str, str], ...] = ()
+    # tagged: <key_prefix>KEY<key_suffix>VALUE<value_suffix>
+    key_prefix: str = ""
+    key_suffix: str = ""
+    value_suffix: str = ""
+    separator: str = ""
+
+
+@dataclass(frozen=True)
+class Tools:
+    """JSON_NATIVE, TAG_WITH_JSON, TAG_WITH_TAGGED or NONE, plus the family the markers reveal."""
+
+    format: str = "NONE"
+    family: str = ""
+    section_start: str = ""
+    section_end: str = ""
+    call_start: str = ""  # literal text before the name (tag formats) or before the JSON object
+    name_suffix: str = ""  # between the name and the arguments (tag formats)
+    call_end: str = ""
+    call_separator: str = ""  # between two calls
+    # JSON_NATIVE: paths inside each call object
+    name_path: tuple[str, ...] = ()
+    args_path: tuple[str, ...] = ()
+    id_path: tuple[str, ...] = ()
+    array_wrapped: bool = False
+    name_is_key: bool = False
+    first_key: str = ""
+    # tag formats
+    index_in_header: bool = False  # e.g. functions.name:0
+    id_in_header: bool = False
+    header_pattern: str = ""  # regex of the text between call_start and the arguments, with (?P<name>)
+    arguments: Arguments = field(default_factory=Arguments)
+    end_markers: tuple[str, ...] = ()  # end-of-turn markers seen after tool calls
+    uncovered: tuple[str, ...] = ()  # what the response_template language cannot express
+
+
+@dataclass(frozen=True)
+class Analysis:
+    turn: Turn
+    reasoning: Reasoning
+    content: Content
+    tools: Tools
+    workarounds: tuple[str, ...] = ()
+    log: tuple[str, ...] = ()  # the --explain trail: each comparison, its diff, the conclusion

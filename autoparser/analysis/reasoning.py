@@ -1,0 +1,111 @@
+"""Reasoning markers and mode (llama.cpp's R1-R3 plus the thinking toggle).
+
+R1 compares a turn with and without reasoning, R3 the same inside a tool-call turn (reasoning that
+only tool turns render), R2 the generation prompts of the thinking modes (a prefill that opens, or
+opens and closes, the reasoning block)."""
+
+from __future__ import annotations
+
+from ..diff import Diff, diff, leading_markers, markers, trailing_markers
+from ..probes import CONTENT, REASON, Prober, assistant, call
+from .model import Reasoning
+
+
+def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str, str, str] | None:
+    """(start, end, end-with-what-follows) around ``needle`` in the right side of a diff."""
+    i = d.right.find(needle)
+    if i < 0:
+        return None
+    before = d.right[:i]
+    start = before.strip() or trailing_markers(d.prefix).strip()
+    after = d.right[i + len(needle) :]
+    if after.strip():
+        full_end = after.strip()
+    else:
+        full_end = leading_markers(d.suffix.lstrip()).strip()
+    end_ms = markers(full_end)
+    end = end_ms[0] if end_ms else full_end
+    # Only count the start marker if it is not also the turn header: an empty block in the left side
+    # (e.g. "<think>\n\n</think>") shows both markers belong to reasoning.
+    if not before.strip() and start and not (end and end in d.suffix):
+        start = ""
+    return start, end, full_end
+
+
+def _prefill(pr: Prober, mode: dict) -> str:
+    g = pr.generation(assistant(), mode)
+    return g.dropped if g and not g.exact else ""
+
+
+def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
+    found = None
+    scope = "content"
+    for mode in pr.modes:
+        base = pr.generation(assistant(), mode)
+        withr = pr.generation(assistant(reasoning=REASON), mode)
+        if base and withr and REASON in withr.full:
+            d = diff(base.full, withr.full)
+            found = _markers_around(d, REASON, CONTENT)
+            log.append(f"R1 [{_m(mode)}] content vs content+reasoning: left {d.left!r} right {d.right!r} -> {found}")
+            if found:
+                break
+    if not found:
+        for mode in pr.modes:
+            base = pr.generation(assistant(None, calls=[call()]), mode)
+            withr = pr.generation(assistant(None, reasoning=REASON, calls=[call()]), mode)
+            if base and withr and REASON in withr.full:
+                d = diff(base.full, withr.full)
+                found = _markers_around(d, REASON, None)
+                log.append(f"R3 [{_m(mode)}] tool call vs tool call+reasoning: right {d.right!r} -> {found}")
+                if found:
+                    scope = "tools"
+                    break
+    start, end, full_end = found if found else ("", "", "")
+    # R2: what the thinking modes' generation prompts prefill.
+    prefills = {_m(m): _prefill(pr, m) for m in pr.modes}
+    prompts = {}
+    for m in pr.modes:
+        g = pr.generation(assistant(), m)
+        if g:
+            prompts[_m(m)] = g.prompt
+    log.append(f"R2 prefills by mode: {prefills}")
+    forced_open = forced_closed = False
+    for name, pre in prefills.items():
+        ms = markers(pre)
+        if not ms and pre.strip() and not start:
+            # Plain-text prefill that history drops (e.g. "Here are my reasoning steps:") opens reasoning.
+            start = pre.strip()
+            forced_open = True
+            continue
+        if len(ms) >= 2 and (not end or ms[-1] == end):
+            forced_closed = True
+            start = start or ms[0]
+            end = end or ms[-1]
+        elif len(ms) == 1 and (not start or ms[0] == start):
+            start = start or ms[0]
+            forced_open = True
+    # A prompt can also end with the opener and history keep it (exact generations).
+    if start and not forced_open:
+        for p in prompts.values():
+            if p.rstrip().endswith(start):
+                forced_open = True
+    if not start and not end:
+        mode = "NONE"
+    elif not start:
+        mode = "DELIMITER"
+    elif scope == "tools":
+        mode = "TOOLS_ONLY"
+    elif forced_open:
+        mode = "FORCED_OPEN"
+    elif forced_closed:
+        mode = "FORCED_CLOSED"
+    else:
+        mode = "TAG_BASED"
+    variants = tuple(dict.fromkeys(v for v in (full_end, end) if v))
+    r = Reasoning(mode, start, end, variants)
+    log.append(f"reasoning -> {r}")
+    return r
+
+
+def _m(mode: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in mode.items()) or "default"

@@ -1,0 +1,107 @@
+"""Where the assistant turn starts (generation prompt, start anchors) and ends (end-of-turn markers)."""
+
+from __future__ import annotations
+
+from ..diff import MARKER, markers
+from ..errors import AnalysisError, TemplateError
+from ..probes import CONTENT, RESULT, USER, USER2, Prober, assistant, call
+from .model import Turn
+
+
+def _after(text: str, needle: str) -> str:
+    i = text.rfind(needle)
+    return text[i + len(needle) :] if i >= 0 else ""
+
+
+def _between(text: str, a: str, b: str) -> str | None:
+    i = text.find(a)
+    j = text.find(b, i + len(a)) if i >= 0 else -1
+    return text[i + len(a) : j] if i >= 0 and j >= 0 else None
+
+
+def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
+    """C1's end half: the markers that follow the content of the last and of a middle assistant turn."""
+    user = [{"role": "user", "content": USER}]
+    last = _after(pr.render(user + [assistant()]), CONTENT)
+    found: list[str] = []
+    run = markers(last.split("\n\n")[0]) if last.strip() else []
+    if run:
+        found += [run[0], run[-1]]
+    p0 = pr.render(user)
+    mid = _between(pr.try_render(user + [assistant(), {"role": "user", "content": USER2}]) or "", CONTENT, USER2)
+    if mid:
+        # Drop the next user turn's opener: the longest tail of ``mid`` that also opens the first user turn.
+        opener = p0[: p0.find(USER)]
+        cut = len(mid)
+        for i in range(len(mid)):
+            if opener.endswith(mid[i:]) and mid[i:].strip():
+                cut = i
+                break
+        run = markers(mid[:cut])
+        if run:
+            found += [run[0], run[-1]]
+    ends = tuple(dict.fromkeys(m for m in found if m))
+    log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
+    return ends
+
+
+def generation_prompt(pr: Prober, mode: dict, history: list[dict] | None = None) -> tuple[str, str] | None:
+    """(prompt, generation prompt) after the last user (or tool) turn."""
+    convo = (history or []) + [{"role": "user", "content": USER}] if history is None or history[-1]["role"] != "tool" else history
+    try:
+        with_gp = pr.render(convo, gen=True, mode=mode)
+        without = pr.render(convo, gen=False, mode=mode)
+    except TemplateError:
+        return None
+    k = 0
+    while k < min(len(with_gp), len(without)) and with_gp[k] == without[k]:
+        k += 1
+    return with_gp, with_gp[k:]
+
+
+def anchor_for(prompt: str, cut: int) -> str:
+    """The shortest text ending at ``cut`` whose last occurrence in ``prompt`` ends exactly there, grown to
+    whole markers; the parser truncates the prefix after an anchor's last occurrence."""
+    head = prompt[:cut]
+    tail_markers = list(MARKER.finditer(head))
+    start = tail_markers[-1].start() if tail_markers else max(0, cut - 1)
+    # Begin with the generation prompt's own marker run when there is one.
+    while start > 0:
+        a = head[start:]
+        if a.strip() and prompt.rfind(a) + len(a) == cut:
+            break
+        start -= 1
+    return head[start:]
+
+
+def analyze_turn(pr: Prober, reasoning_start: str, log: list[str]) -> Turn:
+    user = [{"role": "user", "content": USER}]
+    try:
+        pr.render(user)
+    except TemplateError as e:
+        raise AnalysisError(f"template cannot render a single user message: {e.message}") from None
+    if CONTENT not in (pr.try_render(user + [assistant()]) or ""):
+        raise AnalysisError("template renders no assistant turn (assistant content never appears)")
+    ends = end_markers(pr, log)
+    anchors: list[str] = []
+    gen_prompt = ""
+    contexts = [None, [{"role": "user", "content": USER}, assistant(None, calls=[call()]), {"role": "tool", "content": RESULT, "tool_call_id": "call00001", "name": "fn_alpha"}]]
+    for ctx in contexts:
+        for mode in pr.modes:
+            got = generation_prompt(pr, mode, ctx)
+            if got is None:
+                continue
+            prompt, gp = got
+            if ctx is None and mode == pr.modes[0]:
+                gen_prompt = gp
+            cut = len(prompt)
+            if reasoning_start:
+                i = prompt.rfind(reasoning_start, len(prompt) - len(gp))
+                if i >= 0:
+                    cut = i
+            a = anchor_for(prompt, cut)
+            if a.strip():
+                anchors.append(a)
+    anchors = list(dict.fromkeys(anchors))
+    log.append(f"generation prompt {gen_prompt!r}; start anchors {anchors}")
+    return Turn(gen_prompt, tuple(anchors), ends, tuple(",".join(f"{k}={v}" for k, v in m.items()) for m in pr.modes))

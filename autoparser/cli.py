@@ -1,0 +1,134 @@
+"""``autoparser infer | verify | batch``: thin layers over the pipeline. Errors are one line on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import AutoparserError
+
+
+def _resolve(source: str, revision: str | None, name: str | None):
+    from .hub import resolve
+
+    return resolve(source, revision=revision, name=name)
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write via a temporary file and rename, so a killed run never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _cmd_infer(args) -> int:
+    from .api import infer_result
+
+    src = _resolve(args.source, args.revision, args.template)
+    res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field)
+    if args.explain:
+        for line in res.analysis.log:
+            print(line, file=sys.stderr)
+    for w in res.warnings:
+        print(f"warning: {src.where}: {w}", file=sys.stderr)
+    out = dict(res.template)
+    status = 0
+    if args.verify:
+        from .verify import verify
+
+        report = verify(src.template, res.template, src.special_tokens, analysis=res.analysis, reasoning_field=args.reasoning_field)
+        print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()}", file=sys.stderr)
+        status = 0 if report.passed else 1
+    text = json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return status
+
+
+def _cmd_verify(args) -> int:
+    from .verify import verify
+
+    src = _resolve(args.source, args.revision, args.template)
+    rt = None
+    if args.response_template:
+        try:
+            rt = json.loads(Path(args.response_template).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise AutoparserError(f"cannot read response template: {e}", args.response_template) from None
+        if isinstance(rt, dict) and "response_template" in rt and "fields" not in rt:
+            rt = rt["response_template"]
+    report = verify(src.template, rt, src.special_tokens)
+    d = report.to_dict()
+    print(json.dumps(d, indent=2, ensure_ascii=False))
+    print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()} {d['fields']}", file=sys.stderr)
+    return 0 if report.passed else 1
+
+
+def _cmd_batch(args) -> int:
+    from .batch import run
+
+    return run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="autoparser", description="Infer a transformers response_template from a chat template.")
+    sub = p.add_subparsers(dest="command", required=True)
+    i = sub.add_parser("infer", help="print the response_template for a template file, model dir or Hub model id")
+    i.add_argument("source", help=".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id")
+    i.add_argument("--template", help="named chat template to use (e.g. tool_use)")
+    i.add_argument("--revision", help="Hub revision")
+    i.add_argument("-o", "--output", help="write the JSON here instead of stdout")
+    i.add_argument("--explain", action="store_true", help="print each comparison and conclusion on stderr")
+    i.add_argument("--verify", action="store_true", help="round-trip the result on the template's own renderings")
+    i.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
+    i.set_defaults(func=_cmd_infer)
+    v = sub.add_parser("verify", help="round-trip a response_template on the chat template's renderings")
+    v.add_argument("source")
+    v.add_argument("--template")
+    v.add_argument("--revision")
+    v.add_argument("--response-template", help="JSON file to verify instead of the inferred one")
+    v.set_defaults(func=_cmd_verify)
+    b = sub.add_parser("batch", help="infer templates for many models")
+    try:
+        from .batch import add_arguments
+    except ImportError:
+        add_arguments = None
+    if add_arguments:
+        add_arguments(b)
+    b.set_defaults(func=_cmd_batch)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except AutoparserError as e:
+        print(f"autoparser: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("autoparser: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - never a traceback for the user
+        print(f"autoparser: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The one comparison primitive: split two renderings into common prefix, left, right, common suffix,
+with boundaries moved so no marker token (``<…>``, ``[…]``, ``<|…|>``, ``<｜…｜>``) is cut in half."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import regex as re
+
+# A marker is an angle- or square-bracketed token without whitespace-heavy content.
+MARKER = re.compile(r"<[|｜]?[^<>\s]{0,80}?[|｜]?>|\[[^\[\]\s]{1,40}\]|<[/]?[A-Za-z_][\w:.\-]*(?:\s+[\w:.\-]+=\"[^\"<>]*\")*\s*/?>")
+
+
+@dataclass(frozen=True)
+class Diff:
+    prefix: str
+    left: str
+    right: str
+    suffix: str
+
+
+def _marker_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in MARKER.finditer(text)]
+
+
+def _valid_cut(text: str, pos: int, spans: list[tuple[int, int]]) -> bool:
+    """A cut may not split a marker, split a word, or separate a marker from a word glued to its right
+    (``<|channel|>analysis`` moves as one piece)."""
+    if pos <= 0 or pos >= len(text):
+        return True
+    for s, e in spans:
+        if s < pos < e:
+            return False
+    before, after = text[pos - 1], text[pos]
+    if before.isspace() or after.isspace():
+        return True
+    if any(e == pos for s, e in spans):  # a marker ends here
+        return any(s == pos for s, e in spans)  # ok only if another marker starts here
+    if any(s == pos for s, e in spans):  # word (or marker) followed by a marker
+        return True
+    return False  # inside a word
+
+
+def diff(a: str, b: str) -> Diff:
+    """Common prefix/suffix of ``a`` and ``b`` with marker-safe boundaries."""
+    sa, sb = _marker_spans(a), _marker_spans(b)
+    p = len(os.path.commonprefix([a, b]))
+    while p > 0 and not (_valid_cut(a, p, sa) and _valid_cut(b, p, sb)):
+        p -= 1
+    s = min(len(os.path.commonprefix([a[::-1], b[::-1]])), len(a) - p, len(b) - p)
+    while s > 0 and not (_valid_cut(a, len(a) - s, sa) and _valid_cut(b, len(b) - s, sb)):
+        s -= 1
+    return Diff(a[:p], a[p : len(a) - s], b[p : len(b) - s], a[len(a) - s :])
+
+
+def markers(text: str) -> list[str]:
+    return [m.group(0) for m in MARKER.finditer(text)]
+
+
+def leading_markers(text: str) -> str:
+    """The run of markers (and whitespace between them) at the start of ``text``."""
+    pos = 0
+    end = 0
+    while True:
+        m = MARKER.match(text, pos)
+        if not m:
+            ws = re.match(r"\s+", text[pos:])
+            if ws and MARKER.match(text, pos + ws.end()):
+                pos += ws.end()
+                continue
+            return text[:end]
+        end = pos = m.end()
+
+
+def trailing_markers(text: str) -> str:
+    """The run of markers (and whitespace between them) at the end of ``text``."""
+    spans = _marker_spans(text)
+    start = len(text.rstrip())
+    end = start
+    for s, e in reversed(spans):
+        if text[e:start].strip() == "":
+            start = s
+        else:
+            break
+    return text[start:end]

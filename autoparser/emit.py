@@ -1,0 +1,77 @@
+"""Analysis -> response_template. The only module that knows the response_template format.
+
+Choices that matter for correctness (see transformers' chat_parsing):
+- The implicit ``content`` field overwrites its value each time it closes, so whitespace between
+  explicit regions must never open it: delimiters get literal variants that absorb the gaps the
+  template renders.
+- Literal delimiters stream with zero hold-back; regexes are used only where a name must be captured.
+- Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform or join, so
+  vLLM and SGLang serve the same template.
+"""
+
+from __future__ import annotations
+
+from transformers.utils.chat_parsing.response_templates import load_response_template
+
+from .analysis.model import Analysis
+from .emit_tools import tool_field
+
+GAPS = ("", "\n", "\n\n")
+
+
+def with_gaps(marks, gaps=GAPS) -> list[str]:
+    out: list[str] = []
+    for m in marks:
+        if not m:
+            continue
+        for g in gaps:
+            out.append(m if m[:1].isspace() else g + m)
+    return list(dict.fromkeys(out))
+
+
+def _one(values: list[str]) -> str | list[str]:
+    return values[0] if len(values) == 1 else values
+
+
+def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
+    """Returns (response_template, warnings)."""
+    warnings: list[str] = []
+    fields: dict[str, dict] = {}
+    r, c, t = a.reasoning, a.content, a.tools
+    if r.mode != "NONE":
+        if r.start:
+            close = list(r.end_variants) or ([r.end] if r.end else [])
+            f = {"open": r.start}
+            if close:
+                f["close"] = _one(close)
+            f["content"] = "text"
+            fields[reasoning_field] = f
+        else:
+            warnings.append(f"reasoning ends at {r.end!r} but has no start marker; reasoning is left in content")
+    if t.format != "NONE":
+        field, tool_warnings = tool_field(a)
+        warnings += tool_warnings
+        if field:
+            fields["tool_calls"] = field
+    ends = list(a.turn.end_markers) + [m for m in t.end_markers if m not in a.turn.end_markers]
+    if c.mode == "ALWAYS_WRAPPED":
+        f = {"open": c.start}
+        close = with_gaps(([c.end] if c.end else []) + ends)
+        if close:
+            f["close"] = _one(close)
+        f["content"] = "text"
+        fields["content"] = f
+    else:
+        close = with_gaps(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends)
+        f = {"close": _one(close)} if close else {}
+        f["content"] = "text"
+        fields["content"] = f
+    spec: dict = {"defaults": {"role": "assistant"}}
+    if a.turn.anchors:
+        spec["start_anchor"] = _one(list(a.turn.anchors))
+    else:
+        spec["start_anchor_pattern"] = r"\Z"
+        warnings.append("no start anchor found; the prefix is not used")
+    spec["fields"] = fields
+    load_response_template(spec)  # raises ValueError if transformers would refuse it
+    return spec, warnings

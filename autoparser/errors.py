@@ -1,0 +1,29 @@
+"""One exception family, so callers (CLI, batch, hook) can turn any failure into one line."""
+
+
+class AutoparserError(Exception):
+    """Base error. ``where`` names the file, model or template the problem is in."""
+
+    def __init__(self, message: str, where: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class SourceError(AutoparserError):
+    """The input could not be read as a chat template (missing, not UTF-8, wrong shape...)."""
+
+
+class TemplateError(AutoparserError):
+    """The chat template cannot be compiled or rendered within bounds."""
+
+
+class AnalysisError(AutoparserError):
+    """The renderings do not reveal an assistant turn to analyse."""
+
+
+class WorkaroundError(AutoparserError):
+    """A workarounds file is malformed."""

@@ -1,0 +1,168 @@
+"""The controlled inputs of the differential analysis, and a prober that renders them.
+
+Needles are distinctive strings the analyzers look for in renderings. Real templates reject some
+inputs (no system role, nine-character call ids, string arguments, content with tool calls…), so the
+prober tries a small set of adaptations and remembers the first that renders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from itertools import product
+
+from .errors import TemplateError
+from .render import Renderer
+
+USER = "QXUSERQX"
+USER2 = "QXUSERTWOQX"
+CONTENT = "QXCONTENTQX"
+REASON = "QXREASONQX"
+RESULT = "QXRESULTQX"
+FN_A, FN_B = "fn_alpha", "fn_beta"
+ARG_A, ARG_B = "arg_one", "arg_two"
+VAL_A, VAL_B = "QXVALAQX", "QXVALBQX"
+ID_A, ID_B = "call00001", "call99999"
+
+THINKING_MODES = ({}, {"enable_thinking": True}, {"enable_thinking": False})
+
+
+def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
+    params = params if params is not None else {ARG_A: {"type": "string", "description": "first"}, ARG_B: {"type": "string", "description": "second"}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"The {name} tool.",
+            "parameters": {"type": "object", "properties": params, "required": list(params)[:1]},
+        },
+    }
+
+
+TOOLS = [tool_schema(FN_A), tool_schema(FN_B)]
+
+
+def call(name: str = FN_A, args: dict | None = None, id: str = ID_A) -> dict:
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": {ARG_A: VAL_A} if args is None else args}}
+
+
+def assistant(content: str | None = CONTENT, reasoning: str | None = None, calls: list[dict] | None = None) -> dict:
+    msg: dict = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        msg["reasoning_content"] = reasoning
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What a model would generate after ``prompt`` to produce the final assistant message.
+
+    ``exact``: the conversation rendering starts with the prompt. Otherwise the prompt ends with a
+    prefill (``dropped``) that history rendering leaves out, and ``text`` follows their common part."""
+
+    prompt: str
+    text: str
+    exact: bool
+    dropped: str
+    full: str
+
+
+@dataclass(frozen=True)
+class Style:
+    """One way of writing the probe messages that the template accepts."""
+
+    none_content_with_calls: bool = True
+    string_arguments: bool = False
+    system: bool = False
+
+
+class Prober:
+    def __init__(self, renderer: Renderer):
+        self.r = renderer
+        self.style = Style()
+        self._cache: dict = {}
+        self.modes = self._thinking_modes()
+
+    # -- rendering -----------------------------------------------------------------------------------
+    def _adapt(self, msgs: list[dict], style: Style) -> list[dict]:
+        out = []
+        if style.system:
+            out.append({"role": "system", "content": "QXSYSTEMQX"})
+        for m in msgs:
+            if m.get("tool_calls"):
+                m = dict(m)
+                if m.get("content") in (None, "") and not style.none_content_with_calls:
+                    m["content"] = ""
+                elif m.get("content") in (None, "") and style.none_content_with_calls:
+                    m["content"] = None
+                if style.string_arguments:
+                    m["tool_calls"] = [
+                        {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
+                        for c in m["tool_calls"]
+                    ]
+            out.append(m)
+        return out
+
+    def render(self, msgs: list[dict], gen: bool = False, mode: dict | None = None, tools: list | None = TOOLS) -> str:
+        """Render with the remembered style, trying the other styles if the template refuses."""
+        key = (json.dumps(msgs, sort_keys=True), gen, json.dumps(mode or {}, sort_keys=True), tools is None)
+        if key in self._cache:
+            hit = self._cache[key]
+            if isinstance(hit, TemplateError):
+                raise hit
+            return hit
+        styles = [self.style] + [s for s in self._styles() if s != self.style]
+        first_error = None
+        for style in styles:
+            try:
+                out = self.r.render(self._adapt(msgs, style), tools=tools, add_generation_prompt=gen, **(mode or {}))
+            except TemplateError as e:
+                first_error = first_error or e
+                continue
+            self.style = style
+            self._cache[key] = out
+            return out
+        self._cache[key] = first_error
+        raise first_error
+
+    @staticmethod
+    def _styles() -> list[Style]:
+        return [Style(n, s, y) for y, n, s in product((False, True), (True, False), (False, True))]
+
+    def try_render(self, msgs, gen=False, mode=None, tools=TOOLS) -> str | None:
+        try:
+            return self.render(msgs, gen, mode, tools)
+        except TemplateError:
+            return None
+
+    def _thinking_modes(self) -> list[dict]:
+        """The thinking switches that change the generation prompt (first is the default)."""
+        seen: dict[str, dict] = {}
+        for mode in THINKING_MODES:
+            p = self.try_render([{"role": "user", "content": USER}], gen=True, mode=mode)
+            if p is not None and p not in seen:
+                seen[p] = mode
+        return list(seen.values()) or [{}]
+
+    # -- generations ---------------------------------------------------------------------------------
+    def generation(self, message: dict, mode: dict | None = None, history: list[dict] | None = None, tools=TOOLS) -> Generation | None:
+        convo = (history or []) + [{"role": "user", "content": USER}]
+        prompt = self.try_render(convo, gen=True, mode=mode, tools=tools)
+        full = self.try_render(convo + [message], gen=False, mode=mode, tools=tools)
+        if prompt is None or full is None:
+            return None
+        k = len(os.path.commonprefix([prompt, full]))
+        if k == len(prompt):
+            return Generation(prompt, full[k:], True, "", full)
+        return Generation(prompt, full[k:], False, prompt[k:], full)
+
+    def generations(self, message: dict, history: list[dict] | None = None, tools=TOOLS) -> list[tuple[dict, Generation]]:
+        out = []
+        for mode in self.modes:
+            g = self.generation(message, mode, history, tools)
+            if g is not None:
+                out.append((mode, g))
+        return out

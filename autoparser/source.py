@@ -1,0 +1,141 @@
+"""Turn what the user points at (a .jinja file, a tokenizer_config.json, a chat_template.json, a model
+directory, or raw text) into the chat template text plus the special tokens it reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SourceError
+
+SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
+MAX_FILE = 8 << 20
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """A chat template and where it came from."""
+
+    template: str
+    special_tokens: dict[str, str] = field(default_factory=dict)
+    where: str = "<template>"
+    name: str | None = None  # the named template chosen, when the source had several
+
+
+def _read_text(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise SourceError(f"cannot read: {e.strerror}", str(path)) from None
+    if size > MAX_FILE:
+        raise SourceError(f"file is {size} bytes (limit {MAX_FILE})", str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise SourceError(f"cannot read: {e.strerror}", str(path)) from None
+    if b"\x00" in data:
+        raise SourceError("file is binary, not a text chat template", str(path))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SourceError(f"file is not UTF-8 (byte {e.start})", str(path)) from None
+
+
+def _read_json(path: Path) -> object:
+    text = _read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SourceError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", str(path)) from None
+
+
+def _token_text(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):  # AddedToken serialisation
+        return value["content"]
+    return None
+
+
+def special_tokens_from_config(config: dict) -> dict[str, str]:
+    out = {}
+    for key in SPECIAL_TOKEN_KEYS:
+        text = _token_text(config.get(key))
+        if text is not None:
+            out[key] = text
+    return out
+
+
+def pick_template(value: object, name: str | None, where: str) -> tuple[str, str | None]:
+    """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one."""
+    if isinstance(value, str):
+        if name not in (None, "default"):
+            raise SourceError(f"has a single chat template, not one named {name!r}", where)
+        return value, None
+    if isinstance(value, list):
+        named = {}
+        for item in value:
+            if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("template"), str)):
+                raise SourceError("chat_template list entries must be {name, template} strings", where)
+            named[item["name"]] = item["template"]
+        if not named:
+            raise SourceError("chat_template list is empty", where)
+        wanted = name or "default"
+        if wanted not in named:
+            if name is None:
+                wanted = next(iter(named))
+            else:
+                raise SourceError(f"no chat template named {name!r} (has {', '.join(sorted(named))})", where)
+        return named[wanted], wanted
+    if value is None:
+        raise SourceError("has no chat template", where)
+    raise SourceError(f"chat_template must be a string or a list of named templates, got {type(value).__name__}", where)
+
+
+def from_config(config: object, where: str, name: str | None = None, special_tokens: dict | None = None) -> TemplateSource:
+    if not isinstance(config, dict):
+        raise SourceError(f"expected a JSON object, got {type(config).__name__}", where)
+    template, chosen = pick_template(config.get("chat_template"), name, where)
+    tokens = {**special_tokens_from_config(config), **(special_tokens or {})}
+    return TemplateSource(template, tokens, where, chosen)
+
+
+def load_dir(path: Path, name: str | None = None) -> TemplateSource:
+    """A model directory: ``chat_template.jinja`` (or ``additional_chat_templates/NAME.jinja``),
+    else ``chat_template.json``, else ``tokenizer_config.json``; special tokens from the config."""
+    config_path = path / "tokenizer_config.json"
+    config = _read_json(config_path) if config_path.is_file() else {}
+    if not isinstance(config, dict):
+        raise SourceError("tokenizer_config.json is not a JSON object", str(config_path))
+    tokens = special_tokens_from_config(config)
+    stm = path / "special_tokens_map.json"
+    if stm.is_file():
+        data = _read_json(stm)
+        if isinstance(data, dict):
+            tokens = {**special_tokens_from_config(data), **tokens}
+    if name and name != "default":
+        named = path / "additional_chat_templates" / f"{name}.jinja"
+        if named.is_file():
+            return TemplateSource(_read_text(named), tokens, str(named), name)
+    jinja = path / "chat_template.jinja"
+    if jinja.is_file() and not (name and name != "default"):
+        return TemplateSource(_read_text(jinja), tokens, str(jinja))
+    ctj = path / "chat_template.json"
+    if ctj.is_file():
+        return from_config(_read_json(ctj), str(ctj), name, tokens)
+    if "chat_template" in config:
+        return from_config(config, str(config_path), name)
+    raise SourceError("no chat template found (looked for chat_template.jinja, chat_template.json, tokenizer_config.json)", str(path))
+
+
+def load_path(path: str | Path, name: str | None = None) -> TemplateSource:
+    """A local file or directory."""
+    p = Path(path)
+    if p.is_dir():
+        return load_dir(p, name)
+    if not p.exists():
+        raise SourceError("no such file or directory", str(p))
+    if p.suffix == ".json":
+        return from_config(_read_json(p), str(p), name)
+    return TemplateSource(_read_text(p), {}, str(p))
