@@ -84,3 +84,23 @@ def trailing_markers(text: str) -> str:
         else:
             break
     return text[start:end]
+
+
+def common_prefix_at(a: str, i: int, b: str, j: int, limit_a: int | None = None, limit_b: int | None = None) -> int:
+    """Length of the common text starting at ``a[i:]`` and ``b[j:]``, ending on a marker-safe cut."""
+    ea = len(a) if limit_a is None else limit_a
+    eb = len(b) if limit_b is None else limit_b
+    n = len(os.path.commonprefix([a[i:ea], b[j:eb]]))
+    sa, sb = _marker_spans(a), _marker_spans(b)
+    while n > 0 and not (_valid_cut(a, i + n, sa) and _valid_cut(b, j + n, sb)):
+        n -= 1
+    return n
+
+
+def common_suffix_at(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 0) -> int:
+    """Length of the common text ending at ``a[:i]`` and ``b[:j]``, starting on a marker-safe cut."""
+    n = len(os.path.commonprefix([a[start_a:i][::-1], b[start_b:j][::-1]]))
+    sa, sb = _marker_spans(a), _marker_spans(b)
+    while n > 0 and not (_valid_cut(a, i - n, sa) and _valid_cut(b, j - n, sb)):
+        n -= 1
+    return n

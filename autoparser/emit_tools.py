@@ -2,8 +2,126 @@
 
 from __future__ import annotations
 
-from .analysis.model import Analysis
+import regex as re
+
+from .analysis.model import Analysis, Tools
+from .diff import markers
+
+GAPS = ("", "\n", "\n\n")
+
+
+def _gapped(literal: str) -> list[str]:
+    lit = literal.strip()
+    return list(dict.fromkeys(g + lit for g in GAPS)) if lit else []
+
+
+def _flex(literal: str) -> str:
+    """Regex for a literal marker run, with any whitespace where the template put whitespace."""
+    parts = re.split(r"(\s+)", literal)
+    return "".join(r"\s*" if p.isspace() else re.escape(p) for p in parts if p)
+
+
+def _call_transform(name: str, args: str, id_: str | None) -> dict:
+    t: dict = {"type": "function"}
+    if id_:
+        t["id"] = id_
+    t["function"] = {"name": name, "arguments": args}
+    return t
+
+
+def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+    warnings: list[str] = []
+    start, end = t.call_start.strip(), t.call_end.strip()
+    if t.name_is_key:
+        sec = _flex(start)
+        close_tail = _flex(end)
+        field = {
+            "open_pattern": rf"(?:{sec}\s*\[\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
+            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}|(?=,\s*\{{))",
+            "repeats": True,
+            "content": "json",
+            "transform": _call_transform("{name}", "{content}", None),
+        }
+        warnings.append("function name is the JSON key: calls are split with a pattern that a literal ', {\"' in content can also trigger")
+        return field, warnings
+    prefix = "" if t.array_wrapped else "content."
+    dotted = lambda path: "{" + prefix + ".".join(path) + "}"  # noqa: E731
+    transform = _call_transform(dotted(t.name_path), dotted(t.args_path), dotted(t.id_path) if t.id_path else None)
+    field: dict = {}
+    if start:
+        field["open"] = _gapped(start)
+    else:
+        key = re.escape(t.first_key)
+        field["open_pattern"] = rf"\A\s*(?=\{{\s*\"{key}\")" if not t.array_wrapped else rf"\A\s*(?=\[\s*\{{\s*\"{key}\")"
+        warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply")
+    closes = _gapped(end) if end else ends
+    if closes:
+        field["close"] = closes if len(closes) > 1 else closes[0]
+    if not t.array_wrapped:
+        field["repeats"] = True
+    field["content"] = "json"
+    if t.array_wrapped:
+        field["transform_each"] = True
+    field["transform"] = transform
+    return field, warnings
+
+
+def _tagged(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+    warnings: list[str] = []
+    opener = t.call_start.strip()
+    section = t.section_start.strip()
+    header = t.header_pattern
+    # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
+    if section and not markers(opener):
+        # A per-call opener that is no marker (``name(``) is only a call after the section start or a separator.
+        alts = [_flex(section)] + ([re.escape(t.call_separator)] if t.call_separator.strip() else [])
+        open_pattern = "(?:" + "|".join(alts) + r")\s*" + header
+    elif section:
+        open_pattern = "(?:" + _flex(section) + r")?\s*" + header
+    else:
+        open_pattern = r"\s*" + header if opener else header
+    field: dict = {"open_pattern": open_pattern}
+    ce, se = t.call_end.strip(), t.section_end.strip()
+    if ce:
+        closes = [ce] + ([ce + g + se for g in GAPS] if se else [])
+        field["close"] = closes if len(closes) > 1 else ce
+    else:
+        look = re.escape(opener) if opener else None
+        alts = ([f"(?={look})"] if look else []) + [re.escape(e) for e in ends]
+        if alts:
+            field["close_pattern"] = "|".join(alts)
+    field["repeats"] = True
+    a = t.arguments
+    if a.kind == "json":
+        field["content"] = "json"
+        args = {}
+        if a.unquoted_keys:
+            args["unquoted_keys"] = True
+        if a.string_delims:
+            args["string_delims"] = [list(p) for p in a.string_delims]
+        if args:
+            field["content_args"] = args
+    else:
+        ks = a.key_suffix
+        ks_re = _flex(ks.rstrip("\n")) + (r"\n?" if ks.endswith("\n") else "")
+        ks_re = re.sub(r"(true|false)", "(?:true|false)", ks_re)
+        vs = a.value_suffix
+        vs_re = (r"\n?" if vs.startswith("\n") else "") + _flex(vs.lstrip("\n"))
+        field["content"] = "xml-inline"
+        field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)" + vs_re}
+        warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
+    field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
+    return field, warnings
 
 
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
-    return None, [f"tool calls ({a.tools.format}) are not emitted yet"]
+    t = a.tools
+    ends = list(a.turn.end_markers)
+    warnings = [f"not covered: {u}" for u in t.uncovered]
+    if t.family == "unknown":
+        return None, warnings
+    if t.format == "JSON_NATIVE":
+        field, w = _json_native(t, ends)
+    else:
+        field, w = _tagged(t, ends)
+    return field, warnings + w

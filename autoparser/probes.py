@@ -85,6 +85,23 @@ class Prober:
         self.style = Style()
         self._cache: dict = {}
         self.modes = self._thinking_modes()
+        self._pick_empty_content()
+
+    def _pick_empty_content(self) -> None:
+        """Prefer ``content: None`` with tool calls unless the template prints it ("None", "null")."""
+        msgs = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
+        try:
+            with_none = self.r.render(self._adapt(msgs, Style(True)), tools=TOOLS)
+        except TemplateError:
+            self.style = Style(False)
+            return
+        try:
+            with_empty = self.r.render(self._adapt(msgs, Style(False)), tools=TOOLS)
+        except TemplateError:
+            return
+        d = len(with_none) - len(with_empty)
+        if d > 0 and any(w in with_none and w not in with_empty for w in ("None", "null")):
+            self.style = Style(False)
 
     # -- rendering -----------------------------------------------------------------------------------
     def _adapt(self, msgs: list[dict], style: Style) -> list[dict]:

@@ -1,10 +1,316 @@
-"""Tool-call analysis (T1-T7, A1-A2)."""
+"""Tool-call analysis (llama.cpp's T1-T7 and A1-A2, by needles inside diffs).
+
+T1 diffs an empty turn against one call to isolate the tool text and classify it: the function
+name inside a JSON value is JSON_NATIVE; a name outside JSON with JSON arguments is TAG_WITH_JSON;
+neither is TAG_WITH_TAGGED. T2 compares one call with two to split section markers from per-call
+markers and find the separator; the two calls also use two names, two ids and one vs two arguments
+(T3, T5, T7, A1, A2), so the repeating unit's parts fall out of one comparison."""
 
 from __future__ import annotations
 
-from ..probes import Prober
-from .model import Content, Reasoning, Tools, Turn
+import json
+import os
+
+import regex as re
+
+from ..diff import common_prefix_at, common_suffix_at, diff, markers
+from ..probes import ARG_A, ARG_B, FN_A, FN_B, ID_A, ID_B, VAL_A, VAL_B, Prober, assistant, call
+from .model import Arguments, Content, Reasoning, Tools, Turn
+
+ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls
+_DEC = json.JSONDecoder()
+
+
+def _json_values(text: str):
+    """Every JSON object/array in ``text`` as (start, end, value), outermost first."""
+    out = []
+    i = 0
+    while i < len(text):
+        if text[i] in "{[":
+            try:
+                value, end = _DEC.raw_decode(text, i)
+            except ValueError:
+                i += 1
+                continue
+            out.append((i, end, value))
+            i = end
+        else:
+            i += 1
+    return out
+
+
+def _find_path(value, target, path=()):
+    """Path to ``target`` inside ``value`` (dict keys / list indices); ("<key>",) marks a dict key."""
+    if value == target:
+        return path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == target and isinstance(target, str):
+                return path + ("<key>",)
+            p = _find_path(v, target, path + (k,))
+            if p is not None:
+                return p
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            p = _find_path(v, target, path + (i,))
+            if p is not None:
+                return p
+    return None
+
+
+def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
+    mode = pr.modes[0]
+    for m in [mode] + [x for x in pr.modes if x != mode]:
+        empty = pr.generation(assistant(""), m)
+        withc = pr.generation(assistant(None, calls=calls), m)
+        if empty and withc and all(c["function"]["name"] in withc.full for c in calls):
+            return diff(empty.full, withc.full).right
+    return None
+
+
+def _common_suffix(a: str, b: str) -> str:
+    n = len(os.path.commonprefix([a[::-1], b[::-1]]))
+    return a[len(a) - n :] if n else ""
+
+
+def _common_prefix(a: str, b: str) -> str:
+    return os.path.commonprefix([a, b])
 
 
 def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[str]) -> Tools:
-    return Tools()
+    one = _tool_text(pr, [call()])
+    if not one or FN_A not in one:
+        log.append("T1 no tool calls rendered -> NONE")
+        return Tools()
+    two_calls = [call(), call(FN_B, {ARG_A: VAL_B, ARG_B: VAL_A}, ID_B)]
+    two = _tool_text(pr, two_calls)
+    if two and FN_B not in two:
+        two = None
+    log.append(f"T1 one call: {one!r}")
+    log.append(f"T2 two calls: {two!r}")
+    # Strip an empty reasoning block the template adds before calls.
+    for t in ("one", "two"):
+        text = locals()[t]
+        if text and r.end and r.end in text and text.find(r.end) < text.find(FN_A):
+            text = text[text.find(r.end) + len(r.end) :]
+            if t == "one":
+                one = text
+            else:
+                two = text
+    values = _json_values(one)
+    for start, end, value in values:
+        if _find_path(value, FN_A) is not None:
+            return _json_native(one, two, start, end, value, turn, log)
+    return _tagged(one, two, turn, log)
+
+
+# --------------------------------------------------------------------------------------------- JSON
+def _json_native(one, two, start, end, value, turn, log) -> Tools:
+    array = isinstance(value, list)
+    element = value[0] if array else value
+    name_path = _find_path(element, FN_A)
+    args_path = _find_path(element, {ARG_A: VAL_A})
+    string_args = False
+    if args_path is None:
+        args_path = _find_path(element, json.dumps({ARG_A: VAL_A}))
+        string_args = args_path is not None
+    id_path = _find_path(element, ID_A) or ()
+    call_start, call_end = one[:start], one[end:]
+    uncovered = []
+    name_is_key = bool(name_path) and name_path[-1] == "<key>"
+    first_key = next(iter(element)) if isinstance(element, dict) and element else ""
+    sep = ""
+    if two and not array:
+        vals = [v for v in _json_values(two) if _find_path(v[2], FN_A) is not None or _find_path(v[2], FN_B) is not None]
+        if len(vals) >= 2:
+            between = two[vals[0][1] : vals[1][0]]
+            if call_start.strip() and call_start.strip() in between:
+                # Per-call markers: the separator is what lies between one call's end and the next start.
+                i = between.find(call_start.strip())
+                sep = between[len(call_end.rstrip()) if between.startswith(call_end.rstrip()) else 0 : i]
+            else:
+                sep = between
+                if not call_start.strip():
+                    pass
+                else:
+                    uncovered.append("several calls share one section without per-call markers")
+    if string_args:
+        uncovered.append("arguments are a JSON string inside the call object; they come back as a string")
+    family = "json-array" if array else ("json-bare" if not call_start.strip() else "json-object")
+    if name_is_key:
+        family = "json-name-key"
+    t = Tools(
+        format="JSON_NATIVE",
+        family=family,
+        call_start=call_start,
+        call_end=call_end,
+        call_separator=sep,
+        name_path=tuple(str(p) for p in name_path or ()),
+        args_path=tuple(str(p) for p in args_path or ()),
+        id_path=tuple(str(p) for p in id_path),
+        array_wrapped=array,
+        name_is_key=name_is_key,
+        first_key=first_key,
+        uncovered=tuple(uncovered),
+    )
+    log.append(f"T1 JSON_NATIVE -> {t}")
+    return t
+
+
+# --------------------------------------------------------------------------------------- tag forms
+def _args_span(text: str, name_at: int):
+    """(start, end, kind) of the arguments after the name: strict JSON, JSON dialect, or None."""
+    for s, e, v in _json_values(text[name_at:]):
+        if isinstance(v, dict) and (ARG_A in v or not v):
+            return name_at + s, name_at + e, "json"
+        break
+    return None
+
+
+def _generalize(a: str, b: str) -> str:
+    """Regex matching both ``a`` and ``b``: literal where equal, ``\\d+`` where only digits differ."""
+    if a == b:
+        return re.escape(a)
+    pa = re.split(r"(\d+)", a)
+    pb = re.split(r"(\d+)", b)
+    if len(pa) == len(pb) and all((x == y) or (i % 2 == 1) for i, (x, y) in enumerate(zip(pa, pb))):
+        return "".join(re.escape(x) if i % 2 == 0 else r"\d+" for i, x in enumerate(pa))
+    return None
+
+
+def _tagged(one, two, turn, log) -> Tools:
+    n1 = one.find(FN_A)
+    uncovered: list[str] = []
+    ids = ID_A in one
+    o1 = one.replace(ID_A, ID)
+    t2 = two.replace(ID_A, ID).replace(ID_B, ID) if two else None
+    n1 = o1.find(FN_A)
+    pre1 = o1[:n1]
+    if t2:
+        m1, m2 = t2.find(FN_A), t2.find(FN_B)
+        opener = pre1[len(pre1) - common_suffix_at(o1, n1, t2, m2) :] if common_suffix_at(o1, n1, t2, m2) else ""
+        opener = opener[len(opener) - len(opener.lstrip()) :]
+    else:
+        m1 = m2 = -1
+        ms = markers(pre1)
+        opener = pre1[pre1.rfind(ms[-1]) :] if ms else pre1
+        opener = pre1[len(pre1) - len(pre1.lstrip()) :] if not ms else opener
+    # Keep the opener whole: start it at a marker boundary inside pre1.
+    section_start = pre1[: len(pre1) - len(opener)]
+    if t2:
+        m1 = t2.find(FN_A)
+    span = _args_span(o1, n1 + len(FN_A))
+    fmt = "TAG_WITH_JSON" if span else "TAG_WITH_TAGGED"
+    args = Arguments()
+    if span:
+        a_start, a_end, _ = span
+        suffix1 = o1[n1 + len(FN_A) : a_start]
+        tail1 = o1[a_end:]
+    else:
+        a_start = a_end = None
+        suffix1 = tail1 = ""
+    name_suffix_re = re.escape(suffix1)
+    call_end = tail1
+    section_end = ""
+    sep = ""
+    if t2 and span:
+        s2 = _args_span(t2, m2 + len(FN_B))
+        s1 = _args_span(t2, m1 + len(FN_A))
+        if s1 and s2:
+            suffix2 = t2[m2 + len(FN_B) : s2[0]]
+            g = _generalize(suffix1, suffix2)
+            if g is None:
+                uncovered.append(f"name suffix differs between calls: {suffix1!r} vs {suffix2!r}")
+            else:
+                name_suffix_re = g
+            between = t2[s1[1] : m2 - len(opener)]
+            last_tail = t2[s2[1] :]
+            call_end = between[: common_prefix_at(t2, s1[1], t2, s2[1], m2 - len(opener))]
+            sep = between[len(call_end) :]
+            section_end = last_tail[len(call_end) :]
+    if not span:
+        args, call_end, sep, section_end, name_suffix_re = _tagged_args(o1, t2, n1, m1, m2, opener, uncovered, log)
+        if args is None:
+            # Non-JSON arguments in a shape we cannot split (e.g. python-call syntax): try JSON dialect.
+            return Tools(format="TAG_WITH_TAGGED", family="unknown", uncovered=tuple(uncovered) or ("arguments format not recognised",))
+    if span and not (ARG_A in o1[a_start:a_end] and f'"{ARG_A}"' in o1[a_start:a_end]):
+        fmt = "TAG_WITH_JSON"
+    # Trim end-of-turn markers out of the call/section ends.
+    def trim(s: str) -> str:
+        for e in turn.end_markers:
+            i = s.find(e)
+            if i >= 0:
+                s = s[:i]
+        return s
+
+    call_end_t, section_end_t = trim(call_end), trim(section_end)
+    end_markers = ()
+    if call_end_t == call_end and not section_end and call_end and not t2:
+        pass
+    family = {
+        True: "prefixed-indexed" if r"\d+" in name_suffix_re else "tagged",
+    }[True]
+    if "[" in opener and "]" in opener and not opener.strip().startswith("<"):
+        family = "bracket-tag"
+    header = re.escape(opener).replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)") + r"(?P<name>[\w.\-/]+?)" + name_suffix_re.replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)")
+    t = Tools(
+        format=fmt,
+        family=family,
+        section_start=section_start,
+        section_end=section_end_t,
+        call_start=opener,
+        name_suffix=suffix1,
+        call_end=call_end_t,
+        call_separator=sep,
+        id_in_header=ids,
+        index_in_header=r"\d+" in name_suffix_re,
+        header_pattern=header,
+        arguments=args,
+        end_markers=end_markers,
+        uncovered=tuple(uncovered),
+    )
+    log.append(f"T3-T7 {fmt} -> {t}")
+    return t
+
+
+def _tagged_args(o1, t2, n1, m1, m2, opener, uncovered, log):
+    """A1/A2/T5: key and value markers from the second call (two arguments: arg_one=B, arg_two=A)."""
+    if not t2:
+        uncovered.append("tagged arguments need a two-call rendering to find their markers")
+        return None, "", "", "", ""
+    body_start = m2 + len(FN_B)
+    k1 = t2.find(ARG_A, body_start)
+    v1 = t2.find(VAL_B, k1)
+    k2 = t2.find(ARG_B, v1)
+    v2 = t2.find(VAL_A, k2)
+    if min(k1, v1, k2, v2) < 0:
+        uncovered.append("argument names/values not found in the rendering")
+        return None, "", "", "", ""
+    name_suffix = t2[body_start:k1]
+    between_args = t2[v1 + len(VAL_B) : k2]
+    key_prefix = name_suffix[len(name_suffix) - common_suffix_at(t2, k1, t2, k2, body_start, v1 + len(VAL_B)) :]
+    name_suffix = name_suffix[: len(name_suffix) - len(key_prefix)]
+    key_suffix = t2[k1 + len(ARG_A) : v1]
+    after_last = t2[v2 + len(VAL_A) :]
+    value_suffix = between_args[: common_prefix_at(t2, v1 + len(VAL_B), t2, v2 + len(VAL_A), k2)]
+    arg_sep = between_args[len(value_suffix) : len(between_args) - len(key_prefix)]
+    # What follows the last value's suffix: the call end, then the next call's opener in the first call.
+    b1 = t2.find(FN_A)
+    first_last_val = t2.rfind(VAL_A, b1, m2)
+    between_calls = t2[first_last_val + len(VAL_A) + len(value_suffix) : m2 - len(opener)]
+    last_tail = after_last[len(value_suffix) :]
+    bc_at = first_last_val + len(VAL_A) + len(value_suffix)
+    call_end = between_calls[: common_prefix_at(t2, bc_at, t2, v2 + len(VAL_A) + len(value_suffix), m2 - len(opener))]
+    sep = between_calls[len(call_end) :]
+    section_end = last_tail[len(call_end) :]
+    # Strip the inter-argument whitespace from the key prefix; the tag pattern allows any.
+    args = Arguments(kind="tagged", key_prefix=key_prefix.lstrip(), key_suffix=key_suffix, value_suffix=value_suffix.rstrip() or value_suffix, separator=arg_sep)
+    # The first call's name suffix must agree with the second's.
+    n_suffix1 = o1[n1 + len(FN_A) : o1.find(ARG_A, n1)]
+    n_suffix1 = n_suffix1[: len(n_suffix1) - len(key_prefix)] if n_suffix1.endswith(key_prefix) else n_suffix1
+    g = _generalize(n_suffix1, name_suffix)
+    if g is None:
+        uncovered.append(f"name suffix differs between calls: {n_suffix1!r} vs {name_suffix!r}")
+        g = re.escape(name_suffix)
+    log.append(f"A1/A2 key prefix {key_prefix!r} key->value {key_suffix!r} value suffix {value_suffix!r} separator {arg_sep!r}")
+    return args, call_end, sep, section_end, g
