@@ -40,10 +40,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     r, c, t = a.reasoning, a.content, a.tools
     if r.mode != "NONE":
         if r.start:
-            close = list(r.end_variants) or ([r.end] if r.end else [])
             f = {"open": r.start}
-            if close:
-                f["close"] = _one(close)
+            if r.end:
+                f["close"] = r.end
             f["content"] = "text"
             fields[reasoning_field] = f
         else:
@@ -54,6 +53,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         if field:
             fields["tool_calls"] = field
     ends = list(a.turn.end_markers) + [m for m in t.end_markers if m not in a.turn.end_markers]
+    # Markers that may follow a closed region but belong to no field (a tool section's end, the
+    # content wrapper opened after reasoning): as closes of the implicit field they are consumed
+    # without opening it, so they neither leak into content nor overwrite it.
+    followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip() else []
+    followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
     if c.mode == "ALWAYS_WRAPPED":
         f = {"open": c.start}
         close = with_gaps(([c.end] if c.end else []) + ends)
@@ -62,7 +66,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         f["content"] = "text"
         fields["content"] = f
     else:
-        close = with_gaps(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends)
+        close = with_gaps(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers)
         f = {"close": _one(close)} if close else {}
         f["content"] = "text"
         fields["content"] = f

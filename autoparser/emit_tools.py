@@ -83,8 +83,7 @@ def _tagged(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     field: dict = {"open_pattern": open_pattern}
     ce, se = t.call_end.strip(), t.section_end.strip()
     if ce:
-        closes = [ce] + ([ce + g + se for g in GAPS] if se else [])
-        field["close"] = closes if len(closes) > 1 else ce
+        field["close"] = ce
     else:
         look = re.escape(opener) if opener else None
         alts = ([f"(?={look})"] if look else []) + [re.escape(e) for e in ends]

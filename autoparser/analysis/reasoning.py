@@ -56,6 +56,8 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
             if base and withr and REASON in withr.full:
                 d = diff(base.full, withr.full)
                 found = _markers_around(d, REASON, None)
+                if found:  # what follows reasoning here is the tool call, not a content wrapper
+                    found = (found[0], found[1], found[1])
                 log.append(f"R3 [{_m(mode)}] tool call vs tool call+reasoning: right {d.right!r} -> {found}")
                 if found:
                     scope = "tools"

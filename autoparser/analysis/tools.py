@@ -252,7 +252,7 @@ def _tagged(one, two, turn, log) -> Tools:
     }[True]
     if "[" in opener and "]" in opener and not opener.strip().startswith("<"):
         family = "bracket-tag"
-    header = re.escape(opener).replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)") + r"(?P<name>[\w.\-/]+?)" + name_suffix_re.replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)")
+    header = re.escape(opener).replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)") + r"(?P<name>[\w.\-/]+)" + name_suffix_re.replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)")
     t = Tools(
         format=fmt,
         family=family,
