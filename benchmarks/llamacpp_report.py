@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write per-case results as JSON (- for stdout)")
     ap.add_argument("--width", type=int, default=110, help="truncate shown values to this many characters")
     ap.add_argument("--input", action="store_true", help="also show the model output of shown failures")
+    ap.add_argument("--prompt", action="store_true", help="also show the end of the prompt (prefix) of shown failures")
     args = ap.parse_args(argv)
 
     cases = H.load_cases()
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             r = H.run_case(c)
             r["exception"] = exceptions.get(r["id"])
         r["input"] = c["input"]
+        r["prompt_tail"] = c.get("prompt", "")[-80:]
         results.append(r)
         by_t[r["template"]].append(r)
 
@@ -137,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                 fields.update({"error": 1} if r["status"] == "error" else {("tool_calls" if f.startswith("tool_calls") else f): 1 for f in r["diff"]})
             print(f"  {name}: {len(rs)} failing, cases {', '.join(str(r['case_index']) for r in rs)}")
             for r in rs if args.verbose else rs[:1]:
+                if args.prompt:
+                    print(f"      prompt     ...{_short(r['prompt_tail'], args.width)}")
                 if args.input:
                     print(f"      input      {_short(r['input'], args.width)}")
                 for line in describe(r, args.width):
