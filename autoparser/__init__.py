@@ -2,5 +2,6 @@
 
 from .api import Result, analyze, infer, infer_result, template_hash
 from .errors import AnalysisError, AutoparserError, SourceError, TemplateError, WorkaroundError
+from .hook import attach, disable, enable
 
-__all__ = ["infer", "infer_result", "analyze", "Result", "template_hash", "AutoparserError", "AnalysisError", "SourceError", "TemplateError", "WorkaroundError"]
+__all__ = ["infer", "infer_result", "analyze", "Result", "template_hash", "AutoparserError", "AnalysisError", "SourceError", "TemplateError", "WorkaroundError", "attach", "enable", "disable"]

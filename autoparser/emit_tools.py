@@ -66,7 +66,7 @@ def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     return field, warnings
 
 
-def _tagged(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
@@ -85,8 +85,10 @@ def _tagged(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     if ce:
         field["close"] = ce
     else:
-        look = re.escape(opener) if opener else None
-        alts = ([f"(?={look})"] if look else []) + [re.escape(e) for e in ends]
+        # No close marker: a call ends where the next call, another field, or the turn's end begins.
+        looks = [re.escape(o) for o in [opener] + others if o]
+        alts = [f"(?={'|'.join(looks)})"] if looks else []
+        alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
     field["repeats"] = True
@@ -122,5 +124,7 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     if t.format == "JSON_NATIVE":
         field, w = _json_native(t, ends)
     else:
-        field, w = _tagged(t, ends)
+        others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
+        others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
+        field, w = _tagged(t, ends, others)
     return field, warnings + w

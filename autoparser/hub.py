@@ -74,12 +74,14 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
     shown = f"hf://{label}"
 
     def relabel(where: str | None) -> str:
-        return shown + where[len(prefix):].replace(os.sep, "/") if where and where.startswith(prefix) else (where or label)
+        if not where or where == prefix:
+            return label
+        return shown + where[len(prefix):].replace(os.sep, "/") if where.startswith(prefix) else where
 
     try:
         src = load_dir(snapshot, name)
     except SourceError as e:
-        raise SourceError(e.message if relabel(e.where) != shown else e.message.replace("no chat template found", "has no chat template"), relabel(e.where)) from None
+        raise SourceError(e.message, relabel(e.where)) from None
     return dataclasses.replace(src, where=relabel(src.where))
 
 

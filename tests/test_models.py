@@ -1,0 +1,38 @@
+"""The team's own chat templates in models/: each infers to its reviewed response_template and
+round-trips through transformers' parser, offline."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import autoparser
+from autoparser.verify import verify
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+TEMPLATES = sorted(MODELS.glob("*.jinja"))
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_infers_expected_template(path):
+    expected = json.loads(path.with_suffix(".response.json").read_text(encoding="utf-8"))
+    assert autoparser.infer(path.read_text(encoding="utf-8")) == expected
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: p.stem)
+def test_round_trip(path):
+    report = verify(path.read_text(encoding="utf-8"))
+    counts = report.counts()
+    assert report.passed, json.dumps(report.to_dict(), indent=1, ensure_ascii=False)[:4000]
+    assert counts["pass"] >= 14
+
+
+def test_verify_catches_a_broken_template():
+    src = (MODELS / "chatml-think.jinja").read_text(encoding="utf-8")
+    broken = json.loads((MODELS / "chatml-think.response.json").read_text(encoding="utf-8"))
+    broken["fields"]["thinking"]["close"] = "</thought>"  # wrong end marker
+    report = verify(src, broken)
+    assert not report.passed
+    first = report.first_failure()
+    assert first is not None and first.fields.get("reasoning") == "fail"
+    assert "</think>" in first.generated
