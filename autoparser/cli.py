@@ -11,6 +11,9 @@ from pathlib import Path
 
 from .errors import AutoparserError
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def _resolve(source: str, revision: str | None, name: str | None):
     from .hub import resolve
@@ -24,6 +27,10 @@ def write_atomic(path: str | Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        try:  # mkstemp makes 0600 files: keep the replaced file's mode, else the umask's default
+            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_UMASK)
+        except OSError:
+            pass
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -52,7 +52,7 @@ def attach(tokenizer):
     except Exception as e:  # noqa: BLE001 - never break tokenizer loading
         name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
         why = e.message if isinstance(e, AutoparserError) else f"{type(e).__name__}: {e}"
-        logger.warning("autoparser: no response_template for %s: %s", name, why)
+        logger.warning("autoparser could not infer a response_template for %s: %s", name, why)
     return tokenizer
 
 

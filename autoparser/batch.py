@@ -1,0 +1,403 @@
+"""``autoparser batch MODELS -o OUTDIR``: a response_template for each of many models, plus a summary.
+
+Sources are resolved (downloaded) on threads; each distinct template (by ``template_hash``) is analysed
+once, in worker processes when ``--workers`` > 1 (the analysis is CPU-bound and its time budget is
+wall-clock, so threads would starve each other). Every file is written atomically, and each finished model
+gets a small record in ``OUTDIR/.autoparser-batch/``: a rerun skips models whose output still matches
+its record, so a killed run resumes where it stopped. One model failing never stops the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .api import template_hash
+from .cli import write_atomic
+from .errors import AutoparserError, SourceError
+
+STATE_DIR = ".autoparser-batch"
+RESERVED = {"summary"}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("models", help="file with one Hub model id or local model directory per line ('-' for stdin; blank lines and # comments ignored)")
+    p.add_argument("-o", "--output-dir", required=True, help="where <model>.json, summary.json and summary.md go")
+    p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel workers (default: min(4, CPUs))")
+    p.add_argument("--write", action="store_true", help="also store each template in a LOCAL model dir's tokenizer_config.json (key response_template)")
+    p.add_argument("--verify", action="store_true", help="round-trip each template on its chat template's renderings")
+    p.add_argument("--force", action="store_true", help="recompute models whose output already exists")
+    p.add_argument("--template", help="named chat template to use where a model has several (e.g. tool_use)")
+    p.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
+
+
+@dataclass
+class Item:
+    model: str
+    name: str  # output file stem
+    rec: dict = field(default_factory=dict)  # its summary row
+
+
+# -- input and names ---------------------------------------------------------------------------------------------
+
+def read_models(spec: str) -> list[str]:
+    """Model lines from a file or stdin: stripped, without blanks, comments and repeats."""
+    try:
+        text = sys.stdin.read() if spec == "-" else Path(spec).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SourceError(f"cannot read the model list: {getattr(e, 'strerror', None) or e}", spec) from None
+    out: list[str] = []
+    for line in text.splitlines():
+        line = re.sub(r"(^|\s)#.*", "", line).strip()
+        if line and line not in out:
+            out.append(line)
+    return out
+
+
+def safe_names(models: list[str]) -> list[str]:
+    """File stems: ``org--name`` for Hub ids, ``dirname-<hash>`` for local paths; unique, case-insensitively."""
+    names, seen = [], set()
+    for m in models:
+        digest = hashlib.sha1(m.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        if Path(m).exists():
+            base = f"{Path(os.path.abspath(m)).name or 'root'}-{digest}"
+        else:
+            base = m.replace("/", "--")
+        base = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")[:120] or digest
+        if base.lower() in seen or base.lower() in RESERVED:
+            base = f"{base}-{digest}"
+        seen.add(base.lower())
+        names.append(base)
+    return names
+
+
+# -- work done in workers ----------------------------------------------------------------------------------------
+
+def _resolve(model: str, template_name: str | None):
+    from .hub import resolve
+
+    return resolve(model, name=template_name)
+
+
+def analyse(template: str, special_tokens: dict, where: str, verify: bool, reasoning_field: str) -> dict:
+    """Infer (and verify) one template; a plain dict so it crosses process boundaries. Never raises."""
+    t0 = time.monotonic()
+    try:
+        from .api import infer_result
+
+        res = infer_result(template, special_tokens, where=where, reasoning_field=reasoning_field)
+    except AutoparserError as e:
+        return {"ok": False, "error": _one_line(e)}
+    except Exception as e:  # noqa: BLE001 - one model must not stop the batch
+        return {"ok": False, "error": f"internal error: {type(e).__name__}: {_one_line(e)}"}
+    a = res.analysis
+    out = {"ok": True, "template": res.template, "hash": res.hash, "reasoning": a.reasoning.mode,
+           "tools": a.tools.format, "content": a.content.mode, "warnings": list(res.warnings), "verify": None}
+    if verify:
+        try:
+            from .verify import verify as run_verify
+
+            report = run_verify(template, res.template, special_tokens, analysis=a, reasoning_field=reasoning_field)
+            out["verify"] = {"passed": report.passed, "counts": report.counts()}
+        except Exception as e:  # noqa: BLE001
+            out["verify"] = {"passed": False, "counts": {}, "error": _one_line(e)}
+    out["seconds"] = round(time.monotonic() - t0, 3)
+    return out
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+# -- outputs and resume ------------------------------------------------------------------------------------------
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _previous(outdir: Path, it: Item, args) -> dict | None:
+    """The record of an earlier run if its output is intact and answers the same question, else None."""
+    try:
+        rec = json.loads((outdir / STATE_DIR / f"{it.name}.json").read_text(encoding="utf-8"))
+        text = (outdir / f"{it.name}.json").read_text(encoding="utf-8")
+        json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not (isinstance(rec, dict) and rec.get("model") == it.model and rec.get("output_sha256") == _sha(text)):
+        return None
+    if rec.get("reasoning_field") != args.reasoning_field or rec.get("template_name") != args.template:
+        return None
+    if args.verify and not rec.get("verify"):
+        return None
+    return rec
+
+
+def _remove_stale_temporaries(outdir: Path) -> None:
+    """``write_atomic`` leftovers of a killed run (one batch per OUTDIR at a time)."""
+    for folder in (outdir, outdir / STATE_DIR):
+        for tmp in folder.glob(".*.json.*.tmp"):
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
+
+def _write_config(model: str, template: dict) -> str | None:
+    """Store ``template`` as ``response_template`` in a local model dir's tokenizer_config.json (as
+    ``save_pretrained`` writes it). Returns an error message, or None when done."""
+    path = Path(model) / "tokenizer_config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"--write: {path} does not exist"
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return f"--write: cannot read {path}: {e}"
+    if not isinstance(config, dict):
+        return f"--write: {path} is not a JSON object"
+    if config.get("response_template") == template:
+        return None
+    if config.get("response_template") is not None:
+        return f"--write: {path} already has a different response_template (left unchanged)"
+    config["response_template"] = template
+    try:
+        write_atomic(path, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    except OSError as e:
+        return f"--write: cannot write {path}: {e.strerror or e}"
+    return None
+
+
+def _maybe_write(it: Item, template: dict, args) -> None:
+    if not args.write or it.rec.get("written"):
+        return
+    if not Path(it.model).is_dir():
+        it.rec["written"] = None  # --write is for local model directories
+        return
+    error = _write_config(it.model, template)
+    if error:
+        it.rec["status"], it.rec["error"] = "failed", error
+    else:
+        it.rec["written"] = str(Path(it.model) / "tokenizer_config.json")
+
+
+def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
+    """Record a model's outcome; on success write its output, then its resume record."""
+    if not res["ok"]:
+        it.rec.update(status="failed", error=res["error"])
+        return
+    it.rec.update(status="ok", hash=res["hash"], reasoning=res["reasoning"], tools=res["tools"], content=res["content"],
+                  warnings=res["warnings"], verify=res["verify"], analysed=first is None, same_template_as=first)
+    text = json.dumps(res["template"], indent=2, ensure_ascii=False) + "\n"
+    try:
+        write_atomic(outdir / f"{it.name}.json", text)
+        _maybe_write(it, res["template"], args)
+        state = {**it.rec, "output_sha256": _sha(text), "reasoning_field": args.reasoning_field, "template_name": args.template}
+        if it.rec["status"] == "ok":
+            write_atomic(outdir / STATE_DIR / f"{it.name}.json", json.dumps(state, indent=1, ensure_ascii=False) + "\n")
+    except OSError as e:
+        it.rec.update(status="failed", error=f"cannot write output: {e.strerror or e}")
+
+
+# -- summary -----------------------------------------------------------------------------------------------------
+
+def _verification(rec: dict) -> str:
+    v = rec.get("verify")
+    if not v:
+        return ""
+    c = v.get("counts") or {}
+    text = f"{'passed' if v.get('passed') else 'FAILED'} {c.get('pass', 0)}/{c.get('pass', 0) + c.get('fail', 0)}"
+    if c.get("skip"):
+        text += f" ({c['skip']} skipped)"
+    return text + (f": {v['error']}" if v.get("error") else "")
+
+
+def _cell(value) -> str:
+    return str(value or "").replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def write_summary(outdir: Path, items: list[Item], totals: dict) -> None:
+    rows = [it.rec for it in items]
+    write_atomic(outdir / "summary.json", json.dumps({"totals": totals, "models": rows}, indent=2, ensure_ascii=False) + "\n")
+    lines = ["# autoparser batch", "",
+             f"{totals['models']} models: {totals['ok']} ok, {totals['failed']} failed, {totals['resumed']} resumed; "
+             f"{totals['analysed']} templates analysed.", "",
+             "| model | template hash | reasoning style | tool format | verification | error |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        output = f"[{_cell(r['model'])}]({r['output']})" if r.get("status") == "ok" else _cell(r["model"])
+        lines.append(f"| {output} | {_cell(r.get('hash'))} | {_cell(r.get('reasoning'))} | {_cell(r.get('tools'))} "
+                     f"| {_cell(_verification(r))} | {_cell(r.get('error'))} |")
+    write_atomic(outdir / "summary.md", "\n".join(lines) + "\n")
+
+
+# -- progress ----------------------------------------------------------------------------------------------------
+
+class Progress:
+    """A tqdm bar on a terminal; otherwise (logs, CI) one line per model."""
+
+    def __init__(self, total: int):
+        self.total, self.count, self.bar = total, 0, None
+        if sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, unit="model", desc="autoparser batch", file=sys.stderr, dynamic_ncols=True)
+            except ImportError:
+                pass
+
+    def step(self, it: Item) -> None:
+        self.count += 1
+        r = it.rec
+        if r["status"] == "ok":
+            how = "resumed" if r.get("resumed") else "analysed" if r.get("analysed") else f"same template as {r.get('same_template_as')}"
+            line = f"ok ({how}; reasoning {r.get('reasoning')}, tools {r.get('tools')})"
+        else:
+            line = f"FAILED: {r.get('error')}"
+        if self.bar is not None:
+            if r["status"] != "ok":
+                self.bar.write(f"{it.model}: {line}", file=sys.stderr)
+            self.bar.update(1)
+        else:
+            print(f"[{self.count}/{self.total}] {it.model}: {line}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# -- the run -----------------------------------------------------------------------------------------------------
+
+def run(args) -> int:
+    if args.workers < 1:
+        raise AutoparserError("--workers must be at least 1", "batch")
+    models = read_models(args.models)
+    outdir = Path(args.output_dir)
+    try:
+        (outdir / STATE_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SourceError(f"cannot create the output directory: {e.strerror or e}", str(outdir)) from None
+    _remove_stale_temporaries(outdir)
+    items = [Item(m, n, {"model": m, "output": f"{n}.json", "status": "pending"}) for m, n in zip(models, safe_names(models))]
+    progress = Progress(len(items))
+    todo = []
+    for it in items:
+        prev = None if args.force else _previous(outdir, it, args)
+        if prev is None:
+            todo.append(it)
+            continue
+        it.rec = {k: v for k, v in prev.items() if k not in ("output_sha256", "reasoning_field", "template_name")}
+        it.rec.update(resumed=True)
+        if args.write and not it.rec.get("written"):
+            _maybe_write(it, json.loads((outdir / f"{it.name}.json").read_text(encoding="utf-8")), args)
+        progress.step(it)
+    analysed = 0
+    try:
+        analysed = _process(todo, outdir, args, progress)
+    finally:
+        progress.close()
+        ok = sum(it.rec["status"] == "ok" for it in items)
+        totals = {"models": len(items), "ok": ok, "failed": sum(it.rec["status"] == "failed" for it in items),
+                  "resumed": sum(bool(it.rec.get("resumed")) for it in items), "analysed": analysed,
+                  "unfinished": sum(it.rec["status"] == "pending" for it in items)}
+        write_summary(outdir, items, totals)
+    verify_failed = sum(1 for it in items if it.rec.get("verify") and not it.rec["verify"].get("passed"))
+    print(f"autoparser batch: {totals['ok']} ok, {totals['failed']} failed, {totals['resumed']} resumed; "
+          f"analysed {analysed} distinct template(s)" + (f"; {verify_failed} failed verification" if args.verify else "")
+          + f"; summary in {outdir / 'summary.md'}", file=sys.stderr)
+    return 1 if totals["failed"] or verify_failed else 0
+
+
+def _process(todo: list[Item], outdir: Path, args, progress: Progress) -> int:
+    """Resolve on threads, analyse each distinct template once; returns how many analyses ran."""
+    if not todo:
+        return 0
+    workers = min(args.workers, len(todo))
+    try:  # our own bar is enough; per-file download bars would tear it
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    except ImportError:
+        pass
+    io = ThreadPoolExecutor(workers, thread_name_prefix="autoparser-resolve")
+    cpu = _new_pool(workers) if workers > 1 else None
+    resolving: dict[Future, Item] = {io.submit(_resolve, it.model, args.template): it for it in todo}
+    analysing: dict[Future, tuple[str, object]] = {}  # future -> (hash, the pool it ran on)
+    waiting: dict[str, list[Item]] = {}  # hash -> models whose template is being analysed
+    done_hashes: dict[str, tuple[dict, str]] = {}  # hash -> (result, first model)
+    first_of: dict[str, str] = {}
+    pending = set(resolving)
+    analysed = 0
+
+    def submit(src, h):
+        nonlocal analysed
+        analysed += 1
+        job = (src.template, src.special_tokens, src.where, args.verify, args.reasoning_field)
+        if cpu is None:
+            fut: Future = Future()
+            fut.set_result(analyse(*job))
+        else:
+            fut = cpu.submit(analyse, *job)
+        analysing[fut] = (h, cpu)
+        pending.add(fut)
+
+    try:
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                pending.discard(fut)
+                if fut in resolving:
+                    it = resolving.pop(fut)
+                    try:
+                        src = fut.result()
+                        h = template_hash(src.template, src.special_tokens)
+                    except AutoparserError as e:
+                        it.rec.update(status="failed", error=e.message if e.where == it.model else _one_line(e))
+                        progress.step(it)
+                        continue
+                    except Exception as e:  # noqa: BLE001
+                        it.rec.update(status="failed", error=f"internal error: {type(e).__name__}: {_one_line(e)}")
+                        progress.step(it)
+                        continue
+                    it.rec["source"] = src.where
+                    if h in done_hashes:
+                        res, first = done_hashes[h]
+                        _finish(outdir, it, res, args, first)
+                        progress.step(it)
+                    elif h in waiting:
+                        waiting[h].append(it)
+                    else:
+                        waiting[h] = [it]
+                        first_of[h] = it.model
+                        submit(src, h)
+                else:
+                    h, pool = analysing.pop(fut)
+                    try:
+                        res = fut.result()
+                    except BrokenProcessPool:
+                        res = {"ok": False, "error": "the analysis worker process died (out of memory or a crash)"}
+                        if pool is cpu:  # everything queued on it fails too; later templates get a new pool
+                            cpu.shutdown(wait=False, cancel_futures=True)
+                            cpu = _new_pool(workers)
+                    done_hashes[h] = (res, first_of[h])
+                    for k, it in enumerate(waiting.pop(h)):
+                        _finish(outdir, it, res, args, None if k == 0 else first_of[h])
+                        progress.step(it)
+    finally:
+        io.shutdown(wait=False, cancel_futures=True)
+        if cpu is not None:
+            cpu.shutdown(wait=False, cancel_futures=True)
+    return analysed
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))

@@ -1,0 +1,154 @@
+"""The tokenizer-load hook and the result cache, on a real (tiny) tokenizer saved and reloaded by transformers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+from conftest import corpus_template
+
+import autoparser
+from autoparser import cache
+
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
+SHIPPED = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>", "content": "text"}}}
+CONVERSATION = [{"role": "user", "content": "What is two plus two?"}]
+REPLY = {"role": "assistant", "content": "It is four.", "reasoning_content": "Two plus two makes four."}
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, tmp_path):
+    """A private result cache, the hook off afterwards."""
+    monkeypatch.setenv("AUTOPARSER_CACHE_DIR", str(tmp_path / "autoparser-cache"))
+    cache.clear_memory()
+    yield
+    autoparser.disable()
+    cache.clear_memory()
+
+
+def make_tokenizer(chat_template, response_template=None):
+    """A real fast tokenizer: WordLevel over a tiny vocabulary plus the template's special tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[UNK]", *SPECIALS, *"abcdefghijklmnopqrstuvwxyz?."]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                  unk_token="[UNK]", additional_special_tokens=SPECIALS)
+    tok.chat_template = chat_template
+    if response_template is not None:
+        tok.response_template = response_template
+    return tok
+
+
+def saved(tmp_path, chat_template, response_template=None, name="tok"):
+    path = tmp_path / name
+    make_tokenizer(chat_template, response_template).save_pretrained(path)
+    return path
+
+
+def check_parses(tok):
+    """Render a reply with the model's own template, cut at the end-of-turn token as generation stops, parse it."""
+    prompt = tok.apply_chat_template(CONVERSATION, tokenize=False, add_generation_prompt=True)
+    full = tok.apply_chat_template([*CONVERSATION, REPLY], tokenize=False)
+    assert full.startswith(prompt)
+    reply = full[len(prompt):]
+    reply = reply[: reply.index(tok.eos_token) + len(tok.eos_token)]
+    parsed = tok.parse_response(reply, prefix=prompt)
+    assert parsed["content"] == REPLY["content"]
+    assert parsed["thinking"] == REPLY["reasoning_content"]
+
+
+def test_enable_attaches_on_autotokenizer_load(tmp_path):
+    from transformers import AutoTokenizer
+
+    path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"))
+    assert AutoTokenizer.from_pretrained(path).response_template is None
+    autoparser.enable()
+    autoparser.enable()  # idempotent
+    tok = AutoTokenizer.from_pretrained(path)
+    assert tok.response_template is not None
+    check_parses(tok)
+    autoparser.disable()
+    assert AutoTokenizer.from_pretrained(path).response_template is None
+
+
+def test_batch_write_then_plain_load(hub_env, tmp_path):
+    from transformers import AutoTokenizer
+
+    path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"))
+    before = json.loads((path / "tokenizer_config.json").read_text())
+    (tmp_path / "models.txt").write_text(f"{path}\n")
+    r = hub_env.run("batch", "models.txt", "-o", "out", "--write", "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    after = json.loads((path / "tokenizer_config.json").read_text())
+    assert {k: v for k, v in after.items() if k != "response_template"} == before
+    assert not autoparser.hook.enabled()
+    tok = AutoTokenizer.from_pretrained(path)
+    assert tok.response_template == after["response_template"]
+    check_parses(tok)
+    row = json.loads((tmp_path / "out" / "summary.json").read_text())["models"][0]
+    assert row["written"] == str(path / "tokenizer_config.json")
+
+
+def test_shipped_response_template_is_kept(tmp_path):
+    from transformers import AutoTokenizer
+
+    path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"), response_template=SHIPPED)
+    autoparser.enable()
+    assert AutoTokenizer.from_pretrained(path).response_template == SHIPPED
+
+
+def test_broken_template_warns_once_and_loads(tmp_path, caplog):
+    from transformers import AutoTokenizer
+
+    path = saved(tmp_path, "{% for %}")
+    autoparser.enable()
+    with caplog.at_level(logging.WARNING, logger="autoparser"):
+        tok = AutoTokenizer.from_pretrained(path)
+    ours = [r for r in caplog.records if r.name == "autoparser"]
+    assert len(ours) == 1 and ours[0].levelno == logging.WARNING and "syntax error" in ours[0].getMessage().lower()
+    assert tok.response_template is None and tok.chat_template == "{% for %}"
+    assert tok("a b").input_ids  # the tokenizer works
+
+
+def test_attach_named_templates_and_none():
+    qwen3 = corpus_template("Qwen-Qwen3-0.6B")
+    tok = make_tokenizer({"default": qwen3, "tool_use": "{{ 'tools' }}"})
+    assert autoparser.attach(tok) is tok
+    assert tok.response_template == autoparser.attach(make_tokenizer(qwen3)).response_template
+    plain = make_tokenizer(None)
+    assert autoparser.attach(plain).response_template is None
+    only_named = make_tokenizer({"tool_use": qwen3})
+    assert autoparser.attach(only_named).response_template is None  # no "default" to follow
+
+
+def test_cache_hits_are_fast_and_survive_corruption(tmp_path, monkeypatch):
+    import autoparser.api
+
+    qwen3 = corpus_template("Qwen-Qwen3-0.6B")
+    calls = []
+    real = autoparser.api.infer_result
+    monkeypatch.setattr(autoparser.api, "infer_result", lambda *a, **k: calls.append(1) or real(*a, **k))
+    tokens = {"eos_token": "<|im_end|>"}
+    first = cache.cached_infer(qwen3, tokens)
+    t0 = time.perf_counter()
+    for _ in range(100):
+        assert cache.cached_infer(qwen3, tokens) == first
+    assert (time.perf_counter() - t0) / 100 < 0.001
+    files = list(cache.cache_dir().glob("*.json"))
+    assert len(files) == 1 and files[0].stem == autoparser.template_hash(qwen3, tokens)
+    cache.clear_memory()
+    assert cache.cached_infer(qwen3, tokens) == first and len(calls) == 1  # from disk
+    for junk in ("{not json", '{"format": 1}', json.dumps({**json.loads(files[0].read_text()), "code": "other"})):
+        files[0].write_text(junk)
+        cache.clear_memory()
+        assert cache.cached_infer(qwen3, tokens) == first  # ignored and rewritten
+        assert json.loads(files[0].read_text())["response_template"] == first
+    assert len(calls) == 4
+    copy = cache.cached_infer(qwen3, tokens)
+    copy["fields"].clear()
+    assert cache.cached_infer(qwen3, tokens) == first  # callers get their own copy

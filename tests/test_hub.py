@@ -1,0 +1,123 @@
+"""Hub model ids: what is downloaded, precedence, every failure as one SourceError, offline from the cache.
+
+The Hub is ``fake_hub`` (a real HTTP server, see conftest.py); huggingface_hub itself is not mocked.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import corpus_template
+
+from autoparser import infer_result
+from autoparser.errors import SourceError
+from autoparser.hub import HUB_FILES, resolve
+
+QWEN_CONFIG = {"eos_token": {"content": "<|im_end|>", "special": True, "__type": "AddedToken"}, "pad_token": "<|endoftext|>",
+               "bos_token": None}
+
+
+@pytest.fixture
+def qwen3():
+    return corpus_template("Qwen-Qwen3-0.6B")
+
+
+def test_infer_hub_model_cli(hub_env, fake_hub, qwen3):
+    fake_hub.add("test-org/qwen3", {"chat_template.jinja": qwen3, "tokenizer_config.json": QWEN_CONFIG,
+                                    "model.safetensors": b"\0" * 4096})
+    r = hub_env.run("infer", "test-org/qwen3")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got == infer_result(qwen3, {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}).template
+    assert {"thinking", "content"} <= set(got["fields"])
+    fetched = {path.rsplit("/", 1)[-1] for method, path in fake_hub.requests}
+    assert fetched <= set(HUB_FILES)  # only the template and token files, never weights
+    assert fake_hub.downloads() and all(p.endswith(("tokenizer_config.json", "chat_template.jinja")) for p in fake_hub.downloads())
+
+
+def test_precedence_and_special_tokens(hub_env, fake_hub):
+    config = {"chat_template": "config {{ bos_token }}", "bos_token": {"content": "<s>", "__type": "AddedToken"}}
+    fake_hub.add("o/all", {"tokenizer_config.json": config, "chat_template.json": {"chat_template": "json"},
+                           "chat_template.jinja": "jinja", "special_tokens_map.json": {"eos_token": "</s>", "bos_token": "<x>"}})
+    fake_hub.add("o/json", {"tokenizer_config.json": config, "chat_template.json": {"chat_template": "json"}})
+    fake_hub.add("o/config", {"tokenizer_config.json": config})
+    fake_hub.add("o/jinja-only", {"chat_template.jinja": "only"})
+    src = resolve("o/all")
+    assert (src.template, src.where) == ("jinja", "hf://o/all/chat_template.jinja")
+    assert src.special_tokens == {"bos_token": "<s>", "eos_token": "</s>"}  # tokenizer_config wins over the map
+    assert resolve("o/json").template == "json"
+    src = resolve("o/config")
+    assert (src.template, src.special_tokens, src.where) == ("config {{ bos_token }}", {"bos_token": "<s>"}, "hf://o/config/tokenizer_config.json")
+    assert (resolve("o/jinja-only").template, resolve("o/jinja-only").special_tokens) == ("only", {})
+
+
+def test_named_template_and_revision(hub_env, fake_hub):
+    commit = fake_hub.add("o/named", {"chat_template.jinja": "default",
+                                      "additional_chat_templates/tool_use.jinja": "tools"})
+    src = resolve("o/named", name="tool_use")
+    assert (src.template, src.name, src.where) == ("tools", "tool_use", "hf://o/named/additional_chat_templates/tool_use.jinja")
+    src = resolve("o/named", revision=commit)
+    assert (src.template, src.where) == ("default", f"hf://o/named@{commit}/chat_template.jinja")
+
+
+@pytest.mark.parametrize("case, model, revision, message", [
+    ("missing repo", "test-org/nope", None, "no such model on the Hub"),
+    ("gated repo", "test-org/gated", None, "gated"),
+    ("unknown revision", "test-org/ok", "v9", "revision 'v9' not found"),
+    ("no files", "test-org/empty", None, "has no chat template"),
+    ("config without template", "test-org/nochat", None, "no chat template"),
+])
+def test_hub_errors_are_one_source_error(hub_env, fake_hub, case, model, revision, message):
+    fake_hub.add("test-org/gated", {"chat_template.jinja": "x"}, gated=True)
+    fake_hub.add("test-org/ok", {"chat_template.jinja": "x"})
+    fake_hub.add("test-org/empty", {"README.md": "nothing here"})
+    fake_hub.add("test-org/nochat", {"tokenizer_config.json": {"eos_token": "</s>"}})
+    with pytest.raises(SourceError) as err:
+        resolve(model, revision=revision)
+    assert message in err.value.message
+    assert err.value.where == (f"{model}@{revision}" if revision else model)
+    assert "\n" not in str(err.value)
+
+
+def test_local_paths_still_win_and_typos_are_not_hub_ids(hub_env, fake_hub, tmp_path):
+    (tmp_path / "t.jinja").write_text("local")
+    assert resolve(str(tmp_path / "t.jinja")).template == "local"
+    for typo in ("models/missing.jinja", "./nope", "a/b/c", "not a model id!"):
+        with pytest.raises(SourceError, match="no such file or directory"):
+            resolve(typo)
+    assert fake_hub.requests == []
+
+
+def test_cli_error_is_one_line(hub_env, fake_hub):
+    r = hub_env.run("infer", "test-org/nope")
+    assert r.returncode == 2
+    lines = [line for line in r.stderr.splitlines() if "PyTorch" not in line]
+    assert lines == ["autoparser: error: test-org/nope: no such local path, and no such model on the Hub (a private model needs HF_TOKEN)"]
+
+
+def test_offline_served_from_cache_after_online_run(hub_env, fake_hub, qwen3):
+    fake_hub.add("test-org/qwen3", {"chat_template.jinja": qwen3, "tokenizer_config.json": QWEN_CONFIG})
+    online = hub_env.run("infer", "test-org/qwen3")
+    assert online.returncode == 0, online.stderr
+    fake_hub.stop()
+    hub_env.offline()
+    offline = hub_env.run("infer", "test-org/qwen3")
+    assert offline.returncode == 0, offline.stderr
+    assert offline.stdout == online.stdout
+    src = resolve("test-org/qwen3")  # in-process too, and a file known to be absent (chat_template.json) is no problem
+    assert src.template == qwen3 and src.special_tokens == {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
+    with pytest.raises(SourceError, match="offline mode is on") as err:
+        resolve("test-org/never-downloaded")
+    assert err.value.where == "test-org/never-downloaded"
+    r = hub_env.run("infer", "test-org/never-downloaded")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "test-org/never-downloaded: not in the local Hugging Face cache" in r.stderr
+
+
+def test_second_resolve_uses_cached_files(hub_env, fake_hub, qwen3):
+    fake_hub.add("test-org/qwen3", {"chat_template.jinja": qwen3, "tokenizer_config.json": QWEN_CONFIG})
+    resolve("test-org/qwen3")
+    before = len(fake_hub.requests)
+    resolve("test-org/qwen3")
+    # one HEAD to learn the current commit; the rest is pinned to it and read from the cache
+    assert fake_hub.requests[before:] == [("HEAD", "/test-org/qwen3/resolve/main/tokenizer_config.json")]
