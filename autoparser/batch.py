@@ -228,13 +228,14 @@ def write_summary(outdir: Path, items: list[Item], totals: dict) -> None:
     write_atomic(outdir / "summary.json", json.dumps({"totals": totals, "models": rows}, indent=2, ensure_ascii=False) + "\n")
     lines = ["# autoparser batch", "",
              f"{totals['models']} models: {totals['ok']} ok, {totals['failed']} failed, {totals['resumed']} resumed; "
-             f"{totals['analysed']} templates analysed.", "",
+             f"{totals['analysed']} templates analysed"
+             + (f"; {totals['unfinished']} unfinished (interrupted)." if totals["unfinished"] else "."), "",
              "| model | template hash | reasoning style | tool format | verification | error |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         output = f"[{_cell(r['model'])}]({r['output']})" if r.get("status") == "ok" else _cell(r["model"])
         lines.append(f"| {output} | {_cell(r.get('hash'))} | {_cell(r.get('reasoning'))} | {_cell(r.get('tools'))} "
-                     f"| {_cell(_verification(r))} | {_cell(r.get('error'))} |")
+                     f"| {_cell(_verification(r))} | {_cell(r.get('error') or ('unfinished' if r.get('status') == 'pending' else ''))} |")
     write_atomic(outdir / "summary.md", "\n".join(lines) + "\n")
 
 
@@ -298,10 +299,11 @@ def run(args) -> int:
         if args.write and not it.rec.get("written"):
             _maybe_write(it, json.loads((outdir / f"{it.name}.json").read_text(encoding="utf-8")), args)
         progress.step(it)
-    analysed = 0
+    stats = {"analysed": 0}
     try:
-        analysed = _process(todo, outdir, args, progress)
+        _process(todo, outdir, args, progress, stats)
     finally:
+        analysed = stats["analysed"]
         progress.close()
         ok = sum(it.rec["status"] == "ok" for it in items)
         totals = {"models": len(items), "ok": ok, "failed": sum(it.rec["status"] == "failed" for it in items),
@@ -315,10 +317,10 @@ def run(args) -> int:
     return 1 if totals["failed"] or verify_failed else 0
 
 
-def _process(todo: list[Item], outdir: Path, args, progress: Progress) -> int:
-    """Resolve on threads, analyse each distinct template once; returns how many analyses ran."""
+def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: dict) -> None:
+    """Resolve on threads, analyse each distinct template once (counted in ``stats["analysed"]``)."""
     if not todo:
-        return 0
+        return
     workers = min(args.workers, len(todo))
     try:  # our own bar is enough; per-file download bars would tear it
         from huggingface_hub.utils import disable_progress_bars
@@ -334,11 +336,9 @@ def _process(todo: list[Item], outdir: Path, args, progress: Progress) -> int:
     done_hashes: dict[str, tuple[dict, str]] = {}  # hash -> (result, first model)
     first_of: dict[str, str] = {}
     pending = set(resolving)
-    analysed = 0
 
     def submit(src, h):
-        nonlocal analysed
-        analysed += 1
+        stats["analysed"] += 1
         job = (src.template, src.special_tokens, src.where, args.verify, args.reasoning_field)
         if cpu is None:
             fut: Future = Future()
@@ -394,10 +394,16 @@ def _process(todo: list[Item], outdir: Path, args, progress: Progress) -> int:
         io.shutdown(wait=False, cancel_futures=True)
         if cpu is not None:
             cpu.shutdown(wait=False, cancel_futures=True)
-    return analysed
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
 
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
+
+
+def _worker_init() -> None:
+    """Ctrl-C is the parent's to handle (it writes the summary); workers just get shut down."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
