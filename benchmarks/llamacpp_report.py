@@ -4,10 +4,13 @@
     python benchmarks/llamacpp_report.py -v              # every failing case
     python benchmarks/llamacpp_report.py -t Qwen3.5-4B   # only templates whose name contains this
     python benchmarks/llamacpp_report.py --json out.json # full per-case results as JSON ("-" = stdout)
+    python benchmarks/llamacpp_report.py --write-known   # rewrite tests/llamacpp_known_failing.json
 
 Shares the loading, skipping, inference cache and comparison with tests/test_llamacpp_cases.py.
-Columns: total cases, left out (partial / reasoning kept in content), passed, failed (``xf`` of them
-listed in tests/llamacpp_exceptions.json), inference time.
+Columns: total cases, left out (``part``ial / ``ric`` = reasoning kept in content), passed, failed; of the
+failures ``exc`` are listed exceptions (tests/llamacpp_exceptions.json, format limits), ``kn`` are known
+analyzer bugs (tests/llamacpp_known_failing.json), ``new`` are neither (regressions, or not yet listed);
+``fixed`` are listed cases that now pass (strict xfail: remove them from the list); inference time.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--width", type=int, default=110, help="truncate shown values to this many characters")
     ap.add_argument("--input", action="store_true", help="also show the model output of shown failures")
     ap.add_argument("--prompt", action="store_true", help="also show the end of the prompt (prefix) of shown failures")
+    ap.add_argument("--all", action="store_true", help="diagnose known failures too, not only new ones")
+    ap.add_argument("--write-known", action="store_true",
+                    help="rewrite tests/llamacpp_known_failing.json with every failing case that is not an exception")
     args = ap.parse_args(argv)
 
     cases = H.load_cases()
@@ -68,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no cases at {H.CASES_FILE}", file=sys.stderr)
         return 2
     exceptions = H.load_exceptions()
+    known = H.load_known()
     if args.template:
         cases = [c for c in cases if args.template.lower() in H.stem(c).lower()]
 
@@ -80,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             r = H.run_case(c)
             r["exception"] = exceptions.get(r["id"])
+            r["known"] = None if r["exception"] else known.get(r["id"])
         r["input"] = c["input"]
         r["prompt_tail"] = c.get("prompt", "")[-80:]
         results.append(r)
@@ -95,44 +103,49 @@ def main(argv: list[str] | None = None) -> int:
                 cnt["skip_" + r["skip"]] += 1
             elif r["status"] == "pass":
                 cnt["pass"] += 1
-                if r.get("exception"):
-                    cnt["xpass"] += 1
+                if r.get("exception") or r.get("known"):
+                    cnt["fixed"] += 1
             else:
                 cnt["fail"] += 1
-                if r.get("exception"):
-                    cnt["xfail"] += 1
+                cnt["exc" if r.get("exception") else "kn" if r.get("known") else "new"] += 1
         cnt["total"] = len(rs)
         totals.update(cnt)
         _, err, secs = H.infer_template(name)
         rows.append((name, cnt, secs, err))
 
     w = max(len(r[0]) for r in rows)
-    head = f"{'template':{w}s} {'total':>5s} {'part':>4s} {'ric':>4s} {'pass':>4s} {'fail':>4s} {'xf':>3s}  {'infer':>6s}"
+    cols = ("total", "skip_partial", "skip_reasoning-in-content", "pass", "fail", "exc", "kn", "new", "fixed")
+    labels = ("total", "part", "ric", "pass", "fail", "exc", "kn", "new", "fixed")
+    head = f"{'template':{w}s} " + " ".join(f"{l:>5s}" for l in labels) + f"  {'infer':>6s}"
     print(head)
     print("-" * len(head))
+
+    def cells(cnt):
+        return " ".join(f"{(cnt[c] if cnt[c] or c in ('total', 'pass', 'fail') else ''):>5}" for c in cols)
+
     for name, cnt, secs, err in rows:
-        mark = "" if not cnt["fail"] or cnt["fail"] == cnt["xfail"] else "  <-"
+        mark = "  <- NEW FAILURES" if cnt["new"] else "  <- fixed: update lists" if cnt["fixed"] else "  <-" if cnt["fail"] else ""
         if err:
-            mark = "  <- infer error"
-        xf = str(cnt["xfail"]) if cnt["xfail"] else ""
-        if cnt["xpass"]:
-            xf += f"+{cnt['xpass']}XPASS"
-        print(f"{name:{w}s} {cnt['total']:5d} {cnt['skip_partial']:4d} {cnt['skip_reasoning-in-content']:4d} "
-              f"{cnt['pass']:4d} {cnt['fail']:4d} {xf:>3s}  {secs * 1000:5.0f}ms{mark}")
+            mark += "  (infer error)"
+        print(f"{name:{w}s} {cells(cnt)}  {secs * 1000:5.0f}ms{mark}")
     print("-" * len(head))
+    print(f"{'TOTAL':{w}s} {cells(totals)}")
     tested = totals["total"] - totals["skip_partial"] - totals["skip_reasoning-in-content"]
-    print(f"{'TOTAL':{w}s} {totals['total']:5d} {totals['skip_partial']:4d} {totals['skip_reasoning-in-content']:4d} "
-          f"{totals['pass']:4d} {totals['fail']:4d} {totals['xfail'] or '':>3}")
     full = sum(1 for _, c, _, _ in rows if c["fail"] == 0)
     print(f"\n{totals['pass']}/{tested} tested cases pass ({100 * totals['pass'] / max(tested, 1):.1f}%); "
-          f"{full}/{len(rows)} templates fully pass; {totals['xfail']} failing cases are listed exceptions"
-          + (f"; {totals['xpass']} listed exceptions now PASS (remove them)" if totals["xpass"] else ""))
+          f"{full}/{len(rows)} templates fully pass; failing: {totals['exc']} listed exceptions, "
+          f"{totals['kn']} known analyzer bugs, {totals['new']} new")
+    if totals["fixed"]:
+        print(f"{totals['fixed']} listed cases now pass (strict xfail): "
+              + ", ".join(r["id"] for r in results if r["status"] == "pass" and (r.get("exception") or r.get("known"))))
 
-    failing = [(name, [r for r in by_t[name] if r["status"] in ("fail", "error") and not r.get("exception")])
-               for name, *_ in rows]
+    def shown(r):
+        return r["status"] in ("fail", "error") and not r.get("exception") and (args.all or not r.get("known"))
+
+    failing = [(name, [r for r in by_t[name] if shown(r)]) for name, *_ in rows]
     failing = [(n, rs) for n, rs in failing if rs]
     if failing:
-        print("\nFailures (unlisted):")
+        print("\nFailures" + (" (not exceptions):" if args.all else " (new: neither exceptions nor known; --all shows known too):"))
         fields = Counter()
         for name, rs in failing:
             for r in rs:
@@ -156,6 +169,15 @@ def main(argv: list[str] | None = None) -> int:
                     break
     if notes:
         print(f"\nNote: expected tool-call ids not parsed (not counted as failures) in {len(notes)} cases: {', '.join(notes)}")
+
+    if args.write_known:
+        data = {r["id"]: (r["error"] if r["status"] == "error" else ", ".join(r["diff"]))[:160]
+                for r in results if r["status"] in ("fail", "error") and not r.get("exception")}
+        if args.template:  # keep the other templates' entries
+            data = {**{k: v for k, v in known.items() if args.template.lower() not in k.split("#")[0].lower()}, **data}
+        data = dict(sorted(data.items(), key=lambda kv: (kv[0].split("#")[0].lower(), int(kv[0].rsplit("#", 1)[1]))))
+        H.KNOWN_FILE.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        print(f"\nwrote {len(data)} known failures to {H.KNOWN_FILE}")
 
     if args.json:
         dump = {"totals": dict(totals), "templates": {n: {**dict(c), "infer_seconds": s, "infer_error": e} for n, c, s, e in rows},
