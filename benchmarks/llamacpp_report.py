@@ -5,6 +5,7 @@
     python benchmarks/llamacpp_report.py -t Qwen3.5-4B   # only templates whose name contains this
     python benchmarks/llamacpp_report.py --json out.json # full per-case results as JSON ("-" = stdout)
     python benchmarks/llamacpp_report.py --write-known   # rewrite tests/llamacpp_known_failing.json
+    python benchmarks/llamacpp_report.py -t gpt-oss --use openai-gpt-oss-120b=mine.json  # score a hand-written template
 
 Shares the loading, skipping, inference cache and comparison with tests/test_llamacpp_cases.py.
 Columns: total cases, left out (``part``ial / ``ric`` = reasoning kept in content), passed, failed; of the
@@ -67,7 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="diagnose known failures too, not only new ones")
     ap.add_argument("--write-known", action="store_true",
                     help="rewrite tests/llamacpp_known_failing.json with every failing case that is not an exception")
+    ap.add_argument("--use", action="append", default=[], metavar="STEM=FILE.json",
+                    help="score this response_template (JSON file) instead of inferring one for template STEM")
     args = ap.parse_args(argv)
+
+    if args.use and args.write_known:
+        ap.error("--write-known records the inferred templates' failures; it cannot be combined with --use")
+    overrides = {}
+    for item in args.use:
+        stem, _, path = item.partition("=")
+        overrides[stem] = json.loads(Path(path).read_text(encoding="utf-8"))
+    if overrides:
+        inferred = H.infer_template
+        H.infer_template = lambda name: (overrides[name], None, 0.0) if name in overrides else inferred(name)
 
     cases = H.load_cases()
     if not cases:
