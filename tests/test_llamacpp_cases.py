@@ -156,12 +156,19 @@ def infer_template(name: str) -> tuple[dict | None, str | None, float]:
     import autoparser
 
     source = (CORPUS / "templates" / f"{name}.jinja").read_text(encoding="utf-8")
-    t0 = time.perf_counter()
-    try:
-        result = autoparser.infer_result(source, special_tokens(name), where=f"{name}.jinja")
-    except Exception as e:  # noqa: BLE001 - reported per case
-        return None, f"{type(e).__name__}: {e}", time.perf_counter() - t0
-    return result.template, None, time.perf_counter() - t0
+    for attempt in range(2):
+        t0 = time.perf_counter()
+        try:
+            result = autoparser.infer_result(source, special_tokens(name), where=f"{name}.jinja")
+        except Exception as e:  # noqa: BLE001 - reported per case
+            error = f"{type(e).__name__}: {e}"
+            # The analysis runs under a wall-clock budget; on a loaded machine (parallel test runs) it can
+            # trip spuriously. Retry once: this harness checks conformance, the budget has its own tests.
+            if attempt == 0 and "took longer than" in str(e):
+                continue
+            return None, error, time.perf_counter() - t0
+        return result.template, None, time.perf_counter() - t0
+    raise AssertionError("unreachable")
 
 
 # ------------------------------------------------------------------------------------------ compare
