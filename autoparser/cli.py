@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import AutoparserError
@@ -42,27 +44,42 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+@contextmanager
+def _naming(where: str):
+    """Errors raised without a ``where`` (``verify()`` takes none) name the source the user gave."""
+    try:
+        yield
+    except AutoparserError as e:
+        if e.where is None:
+            e.where = where
+        raise
+
+
 def _cmd_infer(args) -> int:
     from .api import infer_result
 
     src = _resolve(args.source, args.revision, args.template)
-    res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field)
-    if args.explain:
-        for line in res.analysis.log:
-            print(line, file=sys.stderr)
-    for w in res.warnings:
-        print(f"warning: {src.where}: {w}", file=sys.stderr)
-    out = dict(res.template)
-    status = 0
-    if args.verify:
-        from .verify import verify
+    with _naming(src.where):
+        res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field)
+        if args.explain:
+            for line in res.analysis.log:
+                print(line, file=sys.stderr)
+        for w in res.warnings:
+            print(f"warning: {src.where}: {w}", file=sys.stderr)
+        out = dict(res.template)
+        status = 0
+        if args.verify:
+            from .verify import verify
 
-        report = verify(src.template, res.template, src.special_tokens, analysis=res.analysis, reasoning_field=args.reasoning_field)
-        print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()}", file=sys.stderr)
-        status = 0 if report.passed else 1
+            report = verify(src.template, res.template, src.special_tokens, analysis=res.analysis, reasoning_field=args.reasoning_field)
+            print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()}", file=sys.stderr)
+            status = 0 if report.passed else 1
     text = json.dumps(out, indent=2, ensure_ascii=False) + "\n"
     if args.output:
-        write_atomic(args.output, text)
+        try:
+            write_atomic(args.output, text)
+        except OSError as e:
+            raise AutoparserError(f"cannot write: {e.strerror or e}", args.output) from None
     else:
         sys.stdout.write(text)
     return status
@@ -80,7 +97,8 @@ def _cmd_verify(args) -> int:
             raise AutoparserError(f"cannot read response template: {e}", args.response_template) from None
         if isinstance(rt, dict) and "response_template" in rt and "fields" not in rt:
             rt = rt["response_template"]
-    report = verify(src.template, rt, src.special_tokens)
+    with _naming(src.where):
+        report = verify(src.template, rt, src.special_tokens)
     d = report.to_dict()
     print(json.dumps(d, indent=2, ensure_ascii=False))
     print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()} {d['fields']}", file=sys.stderr)
@@ -122,18 +140,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+MAX_ERROR = 400  # characters of one error line (templates raise messages of any size)
+
+
+def one_line(text: object) -> str:
+    """An error message as one printable line: templates and file names may carry newlines or escapes."""
+    text = re.sub(r"\s*[\r\n]+\s*", " | ", str(text).strip())
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" for c in text)
+    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…"
+
+
+def _error(text: str) -> None:
+    try:
+        print(f"autoparser: {one_line(text)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except AutoparserError as e:
-        print(f"autoparser: error: {e}", file=sys.stderr)
+        _error(f"error: {e}")
         return 2
     except KeyboardInterrupt:
-        print("autoparser: interrupted", file=sys.stderr)
+        _error("interrupted")
         return 130
+    except BrokenPipeError:  # stdout closed early (| head): not an error worth a traceback
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
+    except MemoryError:
+        _error("error: out of memory")
+        return 3
     except Exception as e:  # noqa: BLE001 - never a traceback for the user
-        print(f"autoparser: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        _error(f"internal error: {type(e).__name__}: {e}")
         return 3
 
 

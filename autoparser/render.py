@@ -5,15 +5,25 @@ transformers' settings (trim/lstrip blocks, loop controls, ``{% generation %}``,
 ``raise_exception``, ``strftime_now``), fall back to the mutable sandbox only when a template
 needs ``list.append`` (transformers itself cannot render those), and bound every render by
 wall time, memory growth and output size so a hostile template fails with a clear error.
+
+The watchdog (``budget``) can only interrupt Python bytecode, so the guards below also refuse, before
+they run, the single C-level operations that would allocate or compute without bound (``'a'.ljust(10**9)``,
+huge integer products, printing a list that holds one string a thousand times), and compile-time constant
+folding is off so nothing runs outside the budget.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
+import itertools
 import json
+import logging
 import os
+import re
 import threading
 import time
+from collections.abc import MappingView
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -21,14 +31,32 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.nodes
+from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+from jinja2.utils import _PassArg
 
 from .errors import TemplateError
 
-MAX_OUTPUT = 1 << 20  # characters one render may produce
+MAX_OUTPUT = 1 << 20  # characters one render (or any value it builds) may hold
 MAX_TEMPLATE = 4 << 20  # characters of template source we accept
+MAX_TAGS = 10_000  # {{ }} and {% %} tags: compiling costs ~50 us and ~15 kB per tag (real templates: < 400)
 MAX_GROWTH = 512 << 20  # bytes of resident memory a render may add
+MAX_INT_BITS = 1 << 16  # integers a template computes (big products are C loops the watchdog cannot stop)
+CACHE_SOURCE = 256 << 10  # compiled templates are cached for sources up to this many characters
+TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))  # seconds, for a compile or a lone render
 REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
+
+
+class _QuietTorchBanner(logging.Filter):
+    """transformers logs "PyTorch was not found" at import; autoparser never needs PyTorch."""
+
+    def filter(self, record):
+        return "PyTorch was not found" not in str(record.msg)
+
+
+# Installed before transformers is imported (render is imported ahead of the emitter); filters are
+# per logger and transformers keeps them when it configures its root logger.
+logging.getLogger("transformers").addFilter(_QuietTorchBanner())
 
 
 class RenderTimeout(BaseException):
@@ -49,25 +77,288 @@ class _GenerationTag(jinja2.ext.Extension):
         return caller()
 
 
+# -- guards: refuse what would run unbounded in C ---------------------------------------------------------
+
+
+def _limit(n: int, what: str = "a value") -> None:
+    if n > MAX_OUTPUT:
+        raise TemplateError(f"template builds {what} of {n} characters (limit {MAX_OUTPUT})")
+
+
+def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
+    """Roughly how many characters ``str(x)`` would produce, counting no further than past ``limit``.
+
+    Containers are cheap to build by reference (``[s] * 1000`` holds one string) but printing, joining or
+    serialising them is one C call; this walk is Python, so the watchdog can stop it, and it stops early."""
+    if type(x) in _ATOMS:
+        return len(x) if type(x) is str else 8
+    total, stack = 0, [x]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or isinstance(v, (str, bytes)):
+            total += len(v)
+        elif t is dict or isinstance(v, dict):
+            total += 2 + 2 * len(v)
+            push(itertools.islice(itertools.chain.from_iterable(v.items()), limit))
+        elif t is list or isinstance(v, (list, tuple, set, frozenset, MappingView)):
+            total += 2 + len(v)
+            push(itertools.islice(v, limit))
+        elif isinstance(v, jinja2.utils.Namespace):
+            stack.append(getattr(v, "_Namespace__attrs", None))
+        else:
+            total += 8
+        if total > limit:
+            break
+    return total
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _check(x: Any, what: str = "a value") -> Any:
+    if isinstance(x, str):
+        _limit(len(x), what)
+    elif not isinstance(x, (int, float, type(None))):
+        n = _weight(x)
+        if n > MAX_OUTPUT:
+            raise TemplateError(f"template builds {what} of over {MAX_OUTPUT} characters")
+    return x
+
+
+def _output_limited_join(pieces) -> str:
+    """``Environment.concat``: renders, ``{% set %}`` blocks and macro bodies stop at ``MAX_OUTPUT``."""
+    out, n = [], 0
+    for piece in pieces:
+        n += len(piece)
+        if n > MAX_OUTPUT:
+            raise TemplateError(f"template renders over {MAX_OUTPUT} characters")
+        out.append(piece)
+    return "".join(out)
+
+
+_PRINTF_WIDE = re.compile(r"%(?:\([^)]*\))?[#0 +\-]*(?:\d{7,}|\*|\d*\.(?:\d{7,}|\*))")
+_FORMAT_WIDE = re.compile(r"\{[^{}]*:[^{}]*?(?:\d{7,}|\{)")
+
+
+def _check_format(fmt: Any, args: Any, wide: re.Pattern) -> None:
+    """Widths and precisions of a million or more, written or passed as ``*``/``{}``, are refused."""
+    if not isinstance(fmt, str):
+        return
+    m = wide.search(fmt)
+    if m is None:
+        return
+    values = args.values() if isinstance(args, dict) else args if isinstance(args, (tuple, list)) else (args,)
+    if re.search(r"\d{7,}", m.group(0)) or any(isinstance(v, int) and abs(v) > MAX_OUTPUT for v in values):
+        raise TemplateError(f"template formats with a field width over {MAX_OUTPUT}")
+
+
+def _replace_size(s: str, old: Any, new: Any, count: Any = -1) -> int:
+    if not (isinstance(old, str) and isinstance(new, str)) or len(new) <= len(old):
+        return len(s)
+    n = s.count(old) if old else len(s) + 1
+    if isinstance(count, int) and count >= 0:
+        n = min(n, count)
+    return len(s) + n * (len(new) - len(old))
+
+
+def _str_method(s: str, name: str, args: tuple, kwargs: dict) -> tuple:
+    """Size checks for the str methods whose result can dwarf their inputs; may materialise join's input."""
+    arg = args[0] if args else None
+    if name in ("center", "ljust", "rjust", "zfill"):
+        width = kwargs.get("width", arg)
+        if isinstance(width, int):
+            _limit(width)
+    elif name == "expandtabs":
+        tab = kwargs.get("tabsize", 8 if arg is None else arg)
+        if isinstance(tab, int):
+            _limit(len(s) * max(tab, 1))
+    elif name == "replace" and len(args) >= 2:
+        _limit(_replace_size(s, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count", -1)))
+    elif name == "join" and len(args) == 1:
+        items = list(itertools.islice(arg, MAX_OUTPUT + 1)) if not isinstance(arg, (list, tuple, str)) else arg
+        _limit(_weight(items) + len(s) * max(len(items) - 1, 0))
+        args = (items,)
+    return args
+
+
+_GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+
+
+def _filter_checks() -> dict:
+    """Pre-checks for filters whose output can dwarf their input; same parameter names as jinja's."""
+
+    def center(value, width=80):
+        if isinstance(width, int):
+            _limit(width)
+
+    def indent(s, width=4, first=False, blank=False):
+        w = width if isinstance(width, int) else len(str(width))
+        _limit(len(str(s)) + max(w, 0) * (str(s).count("\n") + 1))
+
+    def format(value, *args, **kwargs):
+        _check_format(value, kwargs or args, _PRINTF_WIDE)
+
+    def replace(s, old, new, count=None):
+        _limit(_replace_size(str(s), old, new, -1 if count is None else count))
+
+    def batch(value, linecount, fill_with=None):
+        if isinstance(linecount, int) and fill_with is not None:
+            _limit(linecount)
+
+    def join(value, d="", attribute=None):  # the items were weighed as the input
+        _limit(len(str(d)) * max(len(value) - 1, 0), "a joined string")
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        if indent:  # x was weighed as the input; indentation multiplies it
+            _limit(_weight(x) * (1 + (indent if isinstance(indent, int) else len(str(indent)))))
+
+    return {"center": center, "indent": indent, "format": format, "replace": replace, "batch": batch, "join": join, "tojson": tojson}
+
+
+_FILTER_CHECKS = _filter_checks()
+
+
+def _linear_sum(orig):
+    """``|sum(start=[])`` is quadratic in C; lists (or tuples) of lists sum the same way in linear time."""
+
+    @functools.wraps(orig)
+    def do_sum(environment, iterable, attribute=None, start=0):
+        if attribute is None and type(start) in (list, tuple):
+            items = list(itertools.islice(iterable, MAX_OUTPUT + 1))
+            if all(type(i) is type(start) for i in items):
+                _limit(len(start) + sum(len(i) for i in items), "a sum")
+                return start + type(start)(itertools.chain.from_iterable(items))
+            iterable = items
+        return orig(environment, iterable, attribute, start)
+
+    return do_sum
+
+
+# Filters that never turn their input into text nor amplify it (their outputs hold the input's own items):
+# neither input nor output needs weighing. Every other filter is weighed on the way in and out.
+_STRUCTURAL = frozenset({"attr", "count", "d", "default", "dictsort", "first", "groupby", "items", "last", "length",
+                         "list", "map", "max", "min", "reject", "rejectattr", "reverse", "select", "selectattr", "slice",
+                         "sort", "unique", "abs", "bool", "float", "int", "round"})
+
+
+def _guard_filter(name: str, f):
+    if name in _STRUCTURAL:
+        return f
+    skip = 0 if _PassArg.from_obj(f) is None else 1
+    pre = _FILTER_CHECKS.get(name)
+
+    @functools.wraps(f)
+    def guarded(*args, **kwargs):
+        if len(args) > skip:
+            value = args[skip]
+            if name == "join" and not isinstance(value, (str, list, tuple)):
+                value = list(itertools.islice(value, MAX_OUTPUT + 1))
+                args = (*args[:skip], value, *args[skip + 1 :])
+            _check(value, f"the input of |{name}")
+            if pre is not None:
+                pre(*args[skip:], **kwargs)
+        return _check(f(*args, **kwargs), f"the output of |{name}")
+
+    return guarded
+
+
+class _CodeGenerator(CodeGenerator):
+    """jinja's code generator minus compile-time evaluation (it would run outside the budget and the guards),
+    with ``~`` operands checked before they are joined."""
+
+    def _output_child_to_const(self, node, frame, finalize):
+        if not isinstance(node, jinja2.nodes.TemplateData):
+            raise jinja2.nodes.Impossible()
+        return super()._output_child_to_const(node, frame, finalize)
+
+    def visit_Concat(self, node, frame):
+        if frame.eval_ctx.volatile:
+            func_name = "(markup_join if context.eval_ctx.volatile else str_join)"
+        elif frame.eval_ctx.autoescape:
+            func_name = "markup_join"
+        else:
+            func_name = "str_join"
+        self.write(f"{func_name}(environment.concat_parts((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write(")))")
+
+    # Literals: ``[x, x]`` nested 80 deep is a tiny object that ``==`` or ``in`` walks 2**80 times in C.
+    def _checked_literal(self, visit, node, frame):
+        self.write("environment.checked(")
+        visit(node, frame)
+        self.write(")")
+
+    def visit_List(self, node, frame):
+        self._checked_literal(super().visit_List, node, frame)
+
+    def visit_Dict(self, node, frame):
+        self._checked_literal(super().visit_Dict, node, frame)
+
+    def visit_Tuple(self, node, frame):
+        if node.ctx != "load":  # assignment targets stay names
+            return super().visit_Tuple(node, frame)
+        self._checked_literal(super().visit_Tuple, node, frame)
+
+
+def _concat_parts(parts: tuple) -> tuple:
+    _limit(sum(_weight(p) for p in parts), "a string")
+    return parts
+
+
 def _bounded(base: type) -> type:
     class Bounded(base):
-        # String/list repetition and addition are the cheap ways to balloon memory.
-        intercepted_binops = frozenset({"*", "**", "+"})
+        code_generator_class = _CodeGenerator
+        concat = staticmethod(_output_limited_join)
+        concat_parts = staticmethod(_concat_parts)
+        checked = staticmethod(_check)
+        # Repetition, addition, formatting and big-integer products are the cheap ways to balloon.
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def call_binop(self, context, operator, left, right):
-            if operator == "**" and isinstance(right, int) and right > 64:
-                raise TemplateError("template computes an exponent beyond 64")
+            ints = isinstance(left, int) and isinstance(right, int)
+            if operator == "**" and ints and right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_INT_BITS:
+                raise TemplateError(f"template computes an integer over {MAX_INT_BITS} bits")
             if operator == "*":
-                size = 0
+                if ints and left.bit_length() + right.bit_length() > MAX_INT_BITS:
+                    raise TemplateError(f"template computes an integer over {MAX_INT_BITS} bits")
                 for seq, n in ((left, right), (right, left)):
-                    if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
-                        size = len(seq) * n
-                if size > MAX_OUTPUT:
-                    raise TemplateError(f"template builds a sequence of {size} items (limit {MAX_OUTPUT})")
-            if operator == "+" and isinstance(left, (str, list)) and isinstance(right, (str, list)):
-                if len(left) + len(right) > MAX_OUTPUT:
+                    if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and n > 0:
+                        size = _weight(seq, MAX_OUTPUT // n + 1) * n
+                        if size > MAX_OUTPUT:
+                            raise TemplateError(f"template builds a sequence of {size} items (limit {MAX_OUTPUT})")
+            if operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+                if _weight(left) + _weight(right) > MAX_OUTPUT:
                     raise TemplateError(f"template builds a value over {MAX_OUTPUT} characters")
-            return super().call_binop(context, operator, left, right)
+            if operator == "%" and isinstance(left, str):
+                _check(right, "a format argument")
+                _check_format(left, right, _PRINTF_WIDE)
+            return _check(super().call_binop(context, operator, left, right))
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
+            for a in (*args, *kwargs.values()):
+                _check(a, "an argument")
+            owner, name = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "")
+            if isinstance(owner, str):
+                args = _str_method(owner, name, args, kwargs)
+            elif isinstance(owner, (list, dict, set)) and name in _GROWING:
+                _limit(_weight(owner) + sum(_weight(a) for a in (*args, *kwargs.values())), "a collection")
+            return _check(super().call(__context, __obj, *args, **kwargs))
+
+        def wrap_str_format(self, value):
+            wrapper = super().wrap_str_format(value)
+            if wrapper is None:
+                return None
+            fmt, is_map = value.__self__, value.__name__ == "format_map"
+
+            def checked(*args, **kwargs):
+                _check_format(fmt, args[0] if is_map and args else (*args, *kwargs.values()), _FORMAT_WIDE)
+                return _check(wrapper(*args, **kwargs))
+
+            return functools.update_wrapper(checked, value)
 
     return Bounded
 
@@ -110,14 +401,32 @@ class _Namespace(jinja2.utils.Namespace):
 
 def _environment(mutable: bool) -> jinja2.Environment:
     env = (_MutableEnv if mutable else _ImmutableEnv)(
-        trim_blocks=True, lstrip_blocks=True, extensions=[_GenerationTag, jinja2.ext.loopcontrols]
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[_GenerationTag, jinja2.ext.loopcontrols],
+        optimized=False,  # constant folding would evaluate filters at compile time, unguarded
+        finalize=_check,  # every {{ value }} before str() turns it into text
     )
     env.filters["tojson"] = _tojson
+    env.filters["sum"] = _linear_sum(env.filters["sum"])
+    env.filters = {name: _guard_filter(name, f) for name, f in env.filters.items()}
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = dict
     env.globals["namespace"] = _Namespace
     return env
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_cached(source: str, mutable: bool) -> jinja2.Template:
+    return _environment(mutable).from_string(source)
+
+
+def _compiled(source: str, mutable: bool) -> jinja2.Template:
+    """Compiling costs 5-50 ms and a render ~0.1 ms: analysis, verify and the hook share one compile per source."""
+    if len(source) > CACHE_SOURCE:
+        return _environment(mutable).from_string(source)
+    return _compiled_cached(source, mutable)
 
 
 def _rss() -> int:
@@ -129,7 +438,7 @@ def _rss() -> int:
 
 
 @contextmanager
-def budget(seconds: float, what: str = "template"):
+def budget(seconds: float, what: str = "template", *, doing: str = "render"):
     """Bound the enclosed work by wall time and memory growth.
 
     A watchdog thread injects ``RenderTimeout`` into this thread when the deadline passes or resident
@@ -151,9 +460,9 @@ def budget(seconds: float, what: str = "template"):
         while not done.wait(0.005):
             reason = None
             if time.monotonic() > deadline:
-                reason = f"{what} took longer than {seconds:g} s to render"
+                reason = f"{what} took longer than {seconds:g} s to {doing}"
             elif start_rss and _rss() - start_rss > MAX_GROWTH:
-                reason = f"{what} used more than {MAX_GROWTH >> 20} MB of memory while rendering"
+                reason = f"{what} used more than {MAX_GROWTH >> 20} MB of memory to {doing}"
             if reason:
                 with lock:
                     if done.is_set():
@@ -198,6 +507,9 @@ class Renderer:
             raise TemplateError("chat template is empty", where)
         if len(source) > MAX_TEMPLATE:
             raise TemplateError(f"chat template is {len(source)} characters (limit {MAX_TEMPLATE})", where)
+        tags = source.count("{{") + source.count("{%")
+        if tags > MAX_TAGS:
+            raise TemplateError(f"chat template has {tags} tags (limit {MAX_TAGS})", where)
         self.source = source
         self.where = where
         self.special_tokens = {k: v for k, v in (special_tokens or {}).items() if isinstance(v, str)}
@@ -207,7 +519,10 @@ class Renderer:
 
     def _compile(self, mutable: bool):
         try:
-            return _environment(mutable).from_string(self.source)
+            with budget(TIME_BUDGET, "template", doing="compile"):
+                return _compiled(self.source, mutable)
+        except TemplateError as e:
+            raise TemplateError(e.message, self.where) from None
         except jinja2.TemplateSyntaxError as e:
             raise TemplateError(f"Jinja syntax error at line {e.lineno}: {e.message}", self.where) from None
         except RecursionError:
@@ -220,6 +535,19 @@ class Renderer:
         context = {**self.special_tokens, **kwargs}
         msgs = alias_reasoning(messages)
         self.renders += 1
+        try:
+            if getattr(_local, "active", False):  # the caller's budget governs
+                out = self._render(msgs, tools, add_generation_prompt, context)
+            else:
+                with budget(TIME_BUDGET, "template"):
+                    out = self._render(msgs, tools, add_generation_prompt, context)
+        except TemplateError as e:
+            raise TemplateError(e.message, self.where) from None
+        if len(out) > MAX_OUTPUT:
+            raise TemplateError(f"template rendered {len(out)} characters (limit {MAX_OUTPUT})", self.where)
+        return out
+
+    def _render(self, msgs, tools, add_generation_prompt, context) -> str:
         try:
             try:
                 out = self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)
@@ -242,6 +570,4 @@ class Renderer:
             raise TemplateError("template ran out of memory", self.where) from None
         except Exception as e:  # noqa: BLE001 - untrusted code may raise anything
             raise TemplateError(f"template failed: {type(e).__name__}: {e}", self.where) from None
-        if len(out) > MAX_OUTPUT:
-            raise TemplateError(f"template rendered {len(out)} characters (limit {MAX_OUTPUT})", self.where)
         return out

@@ -4,6 +4,7 @@ directory, or raw text) into the chat template text plus the special tokens it r
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,15 +26,19 @@ class TemplateSource:
 
 def _read_text(path: Path) -> str:
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: reading would never end
+            raise SourceError("not a regular file", str(path))
+        if st.st_size > MAX_FILE:
+            raise SourceError(f"file is {st.st_size} bytes (limit {MAX_FILE})", str(path))
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE + 1)  # the file may have grown since stat()
     except OSError as e:
-        raise SourceError(f"cannot read: {e.strerror}", str(path)) from None
-    if size > MAX_FILE:
-        raise SourceError(f"file is {size} bytes (limit {MAX_FILE})", str(path))
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise SourceError(f"cannot read: {e.strerror}", str(path)) from None
+        raise SourceError(f"cannot read: {e.strerror or e}", str(path)) from None
+    if len(data) > MAX_FILE:
+        raise SourceError(f"file is over {MAX_FILE} bytes", str(path))
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SourceError("file is UTF-16; chat templates are read as UTF-8", str(path))
     if b"\x00" in data:
         raise SourceError("file is binary, not a text chat template", str(path))
     try:
@@ -43,11 +48,13 @@ def _read_text(path: Path) -> str:
 
 
 def _read_json(path: Path) -> object:
-    text = _read_text(path)
+    text = _read_text(path).removeprefix("\ufeff")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise SourceError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", str(path)) from None
+    except RecursionError:
+        raise SourceError("JSON nests too deeply", str(path)) from None
 
 
 def _token_text(value: object) -> str | None:
@@ -75,18 +82,16 @@ def pick_template(value: object, name: str | None, where: str) -> tuple[str, str
         return value, None
     if isinstance(value, list):
         named = {}
-        for item in value:
+        for i, item in enumerate(value):
             if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("template"), str)):
-                raise SourceError("chat_template list entries must be {name, template} strings", where)
+                raise SourceError(f"chat_template list entry {i} is not a {{\"name\": string, \"template\": string}} object", where)
             named[item["name"]] = item["template"]
         if not named:
             raise SourceError("chat_template list is empty", where)
         wanted = name or "default"
         if wanted not in named:
-            if name is None:
-                wanted = next(iter(named))
-            else:
-                raise SourceError(f"no chat template named {name!r} (has {', '.join(sorted(named))})", where)
+            # transformers refuses too when nothing is named "default" and no name is given
+            raise SourceError(f"no chat template named {wanted!r} (has {', '.join(map(repr, sorted(named)))}; choose one with --template)", where)
         return named[wanted], wanted
     if value is None:
         raise SourceError("has no chat template", where)

@@ -6,13 +6,16 @@ Each ``workarounds/*.json`` file holds one object (or a list of them)::
      "when": {"reasoning.mode": "NONE"}, "set": {"reasoning.end": "</think>"}}
 
 ``match`` substrings must all occur in the template source; ``when`` (optional) compares analysis
-fields before the change; ``set`` overrides analysis fields (dotted paths into the Analysis).
+fields before the change; ``set`` overrides analysis fields (dotted paths into the Analysis). Values
+are checked against the field's type when the file is loaded, so a typo fails there, naming the file,
+not later inside the emitter. ``$AUTOPARSER_WORKAROUNDS_DIR`` replaces the shipped directory.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -21,6 +24,8 @@ from .analysis.model import Analysis
 from .errors import WorkaroundError
 
 _KEYS = {"name", "why", "match", "when", "set"}
+ENV_DIR = "AUTOPARSER_WORKAROUNDS_DIR"
+MAX_FILE = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +52,28 @@ def _replace(obj, path: list[str], value):
     current = getattr(obj, head)
     if rest:
         value = _replace(current, rest, value)
-    elif isinstance(current, tuple) and isinstance(value, list):
-        value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return dataclasses.replace(obj, **{head: value})
+
+
+def _tuples(value):
+    """JSON lists as the tuples the analysis holds (``string_delims`` is a tuple of pairs)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _typed(path: str, value, current, where: str):
+    """``value`` converted to the type of the field it replaces or is compared with, or a clear error."""
+    if dataclasses.is_dataclass(current):
+        raise WorkaroundError(f"{path!r} is a group of fields; name one of them (e.g. {path + '.' + dataclasses.fields(current)[0].name!r})", where)
+    value = _tuples(value)
+    if isinstance(current, tuple):
+        ok = isinstance(value, tuple) and all(isinstance(v, str) or (isinstance(v, tuple) and all(isinstance(x, str) for x in v)) for v in value)
+        want = "a list of strings"
+    else:
+        ok = type(value) is type(current)
+        want = {bool: "true or false", str: "a string"}.get(type(current), type(current).__name__)
+    if not ok:
+        raise WorkaroundError(f"{path!r} must be {want}, got {json.dumps(value if not isinstance(value, tuple) else list(value))[:60]}", where)
+    return value
 
 
 def _validate(raw: object, where: str) -> Workaround:
@@ -72,12 +96,17 @@ def _validate(raw: object, where: str) -> Workaround:
     if not raw.get("set"):
         raise WorkaroundError("'set' must override at least one field", where)
     probe = Analysis(*(f.type and _default(f.name) for f in dataclasses.fields(Analysis)[:4]))
-    for path in list(raw.get("when", {})) + list(raw["set"]):
-        try:
-            _get(probe, path)
-        except KeyError:
-            raise WorkaroundError(f"unknown analysis field {path!r}", where) from None
-    return Workaround(raw["name"], raw["why"], tuple(match), tuple(raw.get("when", {}).items()), tuple(raw["set"].items()))
+    checked = {}
+    for key in ("when", "set"):
+        items = []
+        for path, value in raw.get(key, {}).items():
+            try:
+                current = _get(probe, path)
+            except KeyError:
+                raise WorkaroundError(f"unknown analysis field {path!r}", where) from None
+            items.append((path, _typed(path, value, current, where)))
+        checked[key] = tuple(items)
+    return Workaround(raw["name"], raw["why"], tuple(match), checked["when"], checked["set"])
 
 
 def _default(name: str):
@@ -89,13 +118,22 @@ def _default(name: str):
 def load_file(path: Path) -> list[Workaround]:
     where = str(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise WorkaroundError(f"cannot read: {e}", where) from None
+        if path.stat().st_size > MAX_FILE:
+            raise WorkaroundError(f"file is over {MAX_FILE} bytes", where)
+        raw = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except OSError as e:
+        raise WorkaroundError(f"cannot read: {e.strerror or e}", where) from None
+    except UnicodeDecodeError as e:
+        raise WorkaroundError(f"file is not UTF-8 (byte {e.start})", where) from None
     except json.JSONDecodeError as e:
         raise WorkaroundError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", where) from None
-    items = raw if isinstance(raw, list) else [raw]
-    return [_validate(item, where) for item in items]
+    except RecursionError:
+        raise WorkaroundError("JSON nests too deeply", where) from None
+    if isinstance(raw, list):
+        if not raw:
+            raise WorkaroundError("the list of workarounds is empty", where)
+        return [_validate(item, f"{where}: workaround {i}") for i, item in enumerate(raw)]
+    return [_validate(raw, where)]
 
 
 def _shipped_dir() -> Path:
@@ -108,13 +146,28 @@ def _shipped_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "workarounds"
 
 
-@lru_cache(maxsize=8)
 def load_dir(directory: str | None = None) -> tuple[Workaround, ...]:
+    """The workarounds in ``directory``, else ``$AUTOPARSER_WORKAROUNDS_DIR``, else the shipped ones."""
+    return _load_dir(directory or os.environ.get(ENV_DIR) or None)
+
+
+@lru_cache(maxsize=8)
+def _load_dir(directory: str | None) -> tuple[Workaround, ...]:
+    if directory is not None and not Path(directory).is_dir():
+        raise WorkaroundError("workarounds directory does not exist", str(directory))
     d = Path(directory) if directory else _shipped_dir()
     out: list[Workaround] = []
+    seen: dict[str, Path] = {}
     for path in sorted(d.glob("*.json")) if d.is_dir() else []:
-        out += load_file(path)
+        for w in load_file(path):
+            if w.name in seen:
+                raise WorkaroundError(f"workaround name {w.name!r} is already used in {seen[w.name].name}", str(path))
+            seen[w.name] = path
+            out.append(w)
     return tuple(out)
+
+
+load_dir.cache_clear = _load_dir.cache_clear  # type: ignore[attr-defined]
 
 
 def apply(analysis: Analysis, source: str, workarounds: tuple[Workaround, ...]) -> Analysis:
