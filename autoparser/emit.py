@@ -14,9 +14,7 @@ from __future__ import annotations
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from .analysis.model import Analysis
-from .emit_tools import tool_field
-
-GAPS = ("", "\n", "\n\n")
+from .emit_tools import GAPS, tool_field
 
 
 def with_gaps(marks, gaps=GAPS) -> list[str]:

@@ -7,7 +7,7 @@ import regex as re
 from .analysis.model import Analysis, Tools
 from .diff import markers
 
-GAPS = ("", "\n", "\n\n")
+GAPS = ("", "\n", "\n\n")  # whitespace a template puts before a marker (shared with emit.py)
 
 
 def _gapped(literal: str) -> list[str]:
@@ -81,7 +81,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     else:
         open_pattern = r"\s*" + header if opener else header
     field: dict = {"open_pattern": open_pattern}
-    ce, se = t.call_end.strip(), t.section_end.strip()
+    ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
     if ce:
         field["close"] = ce
     else:

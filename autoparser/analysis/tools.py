@@ -9,7 +9,6 @@ markers and find the separator; the two calls also use two names, two ids and on
 from __future__ import annotations
 
 import json
-import os
 
 import regex as re
 
@@ -68,13 +67,11 @@ def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
     return None
 
 
-def _common_suffix(a: str, b: str) -> str:
-    n = len(os.path.commonprefix([a[::-1], b[::-1]]))
-    return a[len(a) - n :] if n else ""
-
-
-def _common_prefix(a: str, b: str) -> str:
-    return os.path.commonprefix([a, b])
+def _after_reasoning(text: str | None, r: Reasoning) -> str | None:
+    """Drop an (empty) reasoning block the template writes before the calls."""
+    if text and r.end and r.end in text and text.find(r.end) < text.find(FN_A):
+        return text[text.find(r.end) + len(r.end) :]
+    return text
 
 
 def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[str]) -> Tools:
@@ -88,15 +85,7 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
         two = None
     log.append(f"T1 one call: {one!r}")
     log.append(f"T2 two calls: {two!r}")
-    # Strip an empty reasoning block the template adds before calls.
-    for t in ("one", "two"):
-        text = locals()[t]
-        if text and r.end and r.end in text and text.find(r.end) < text.find(FN_A):
-            text = text[text.find(r.end) + len(r.end) :]
-            if t == "one":
-                one = text
-            else:
-                two = text
+    one, two = _after_reasoning(one, r), _after_reasoning(two, r)
     values = _json_values(one)
     for start, end, value in values:
         if _find_path(value, FN_A) is not None:
@@ -130,9 +119,7 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
                 sep = between[len(call_end.rstrip()) if between.startswith(call_end.rstrip()) else 0 : i]
             else:
                 sep = between
-                if not call_start.strip():
-                    pass
-                else:
+                if call_start.strip():
                     uncovered.append("several calls share one section without per-call markers")
     if string_args:
         uncovered.append("arguments are a JSON string inside the call object; they come back as a string")
@@ -179,7 +166,6 @@ def _generalize(a: str, b: str) -> str:
 
 
 def _tagged(one, two, turn, log) -> Tools:
-    n1 = one.find(FN_A)
     uncovered: list[str] = []
     ids = ID_A in one
     o1 = one.replace(ID_A, ID)
@@ -244,12 +230,7 @@ def _tagged(one, two, turn, log) -> Tools:
         return s
 
     call_end_t, section_end_t = trim(call_end), trim(section_end)
-    end_markers = ()
-    if call_end_t == call_end and not section_end and call_end and not t2:
-        pass
-    family = {
-        True: "prefixed-indexed" if r"\d+" in name_suffix_re else "tagged",
-    }[True]
+    family = "prefixed-indexed" if r"\d+" in name_suffix_re else "tagged"
     if "[" in opener and "]" in opener and not opener.strip().startswith("<"):
         family = "bracket-tag"
     header = re.escape(opener).replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)") + r"(?P<name>[\w.\-/]+)" + name_suffix_re.replace(re.escape(ID), r"(?P<id>[^\s<>\[\]]+?)")
@@ -266,7 +247,6 @@ def _tagged(one, two, turn, log) -> Tools:
         index_in_header=r"\d+" in name_suffix_re,
         header_pattern=header,
         arguments=args,
-        end_markers=end_markers,
         uncovered=tuple(uncovered),
     )
     log.append(f"T3-T7 {fmt} -> {t}")
