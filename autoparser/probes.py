@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from itertools import product
 
@@ -24,6 +25,7 @@ FN_A, FN_B = "fn_alpha", "fn_beta"
 ARG_A, ARG_B = "arg_one", "arg_two"
 VAL_A, VAL_B = "QXVALAQX", "QXVALBQX"
 ID_A, ID_B = "call00001", "call99999"
+NEEDLE = re.compile(r"QX[A-Z]+QX")  # any probe text above
 
 THINKING_MODES = ({}, {"enable_thinking": True}, {"enable_thinking": False})
 

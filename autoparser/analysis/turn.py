@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..diff import MARKER, markers
 from ..errors import AnalysisError, TemplateError
-from ..probes import CONTENT, RESULT, USER, USER2, Prober, assistant, call
+from ..probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Turn
 
 
@@ -24,7 +24,7 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     user = [{"role": "user", "content": USER}]
     last = _after(pr.render(user + [assistant()]), CONTENT)
     found: list[str] = []
-    run = markers(last.split("\n\n")[0]) if last.strip() else []
+    run = markers(last.lstrip().split("\n\n")[0]) if last.strip() else []
     if run:
         found += [run[0], run[-1]]
     p0 = pr.render(user)
@@ -59,14 +59,21 @@ def generation_prompt(pr: Prober, mode: dict, history: list[dict] | None = None)
     return with_gp, with_gp[k:]
 
 
-def anchor_for(prompt: str, cut: int) -> str:
-    """The shortest text ending at ``cut`` whose last occurrence in ``prompt`` ends exactly there, grown to
-    whole markers; the parser truncates the prefix after an anchor's last occurrence."""
+def anchor_for(prompt: str, cut: int, gp_start: int) -> str:
+    """Text ending at ``cut`` whose last occurrence in ``prompt`` ends exactly there: the parser drops
+    everything up to an anchor's last occurrence. It starts as the generation prompt (or, when there
+    is none, the marker run before the cut) and grows left only as far as uniqueness needs; it never
+    reaches back into probe text, which would tie it to one conversation."""
     head = prompt[:cut]
-    tail_markers = list(MARKER.finditer(head))
-    start = tail_markers[-1].start() if tail_markers else max(0, cut - 1)
-    # Begin with the generation prompt's own marker run when there is one.
-    while start > 0:
+    needles = list(NEEDLE.finditer(head))
+    floor = needles[-1].end() if needles else 0
+    start = min(max(gp_start, floor), cut)
+    while start < cut and head[start].isspace():
+        start += 1
+    if start >= cut:  # no generation prompt: begin with the last marker run before the cut
+        tail_markers = [m for m in MARKER.finditer(head) if m.start() >= floor]
+        start = tail_markers[-1].start() if tail_markers else max(floor, cut - 1)
+    while start > floor:
         a = head[start:]
         if a.strip() and prompt.rfind(a) + len(a) == cut:
             break
@@ -99,7 +106,7 @@ def analyze_turn(pr: Prober, reasoning_start: str, log: list[str]) -> Turn:
                 i = prompt.rfind(reasoning_start, len(prompt) - len(gp))
                 if i >= 0:
                     cut = i
-            a = anchor_for(prompt, cut)
+            a = anchor_for(prompt, cut, len(prompt) - len(gp))
             if a.strip():
                 anchors.append(a)
     anchors = list(dict.fromkeys(anchors))
