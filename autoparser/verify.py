@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from .analysis.model import Analysis
+from .diff import diff
 from .errors import TemplateError
 from .probes import Prober, assistant
 from .render import Renderer, budget
@@ -175,6 +176,8 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     if prompt is None or full is None:
         return None
     k = len(os.path.commonprefix([prompt, full]))
+    if k < len(prompt):  # the prompt's prefill and the reply may share a marker's first bytes (`<|`)
+        k = len(diff(prompt, full).prefix)
     ends = a.turn.end_markers + a.tools.end_markers
     if k == len(prompt):
         return prompt, _cut(full[k:], ends), "exact"

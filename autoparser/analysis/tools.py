@@ -8,9 +8,12 @@ markers and find the separator; the two calls also use two names, two ids and on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import regex as re
+
+from transformers.utils.chat_parsing.content_parsers import parse_content
 
 from ..diff import common_prefix_at, common_suffix_at, diff, markers
 from ..probes import ARG_A, ARG_B, FN_A, FN_B, ID_A, ID_B, VAL_A, VAL_B, Prober, assistant, call
@@ -90,7 +93,20 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     for start, end, value in values:
         if _find_path(value, FN_A) is not None:
             return _json_native(one, two, start, end, value, turn, log)
-    return _tagged(one, two, turn, log)
+    return _python_null(pr, r, _tagged(one, two, turn, log), log)
+
+
+def _python_null(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """A JSON-dialect template that prints values with ``{{ value }}`` writes a null argument as
+    Python's ``None``, which no json content parser reads: say so instead of failing silently."""
+    if t.format != "TAG_WITH_JSON" or not (t.arguments.unquoted_keys or t.arguments.string_delims):
+        return t
+    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: VAL_A, ARG_B: None})]), r) or ""
+    k = text.find(ARG_B)
+    if k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_B) :]):
+        log.append(f"A2 a null argument renders as Python None: {text[k:k + 20]!r}")
+        return dataclasses.replace(t, uncovered=t.uncovered + ("null arguments are rendered as Python None, which the json parser rejects",))
+    return t
 
 
 # --------------------------------------------------------------------------------------------- JSON
@@ -145,13 +161,59 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
 
 
 # --------------------------------------------------------------------------------------- tag forms
-def _args_span(text: str, name_at: int):
+def _args_span(text: str, name_at: int, dialect: dict | None = None):
     """(start, end, kind) of the arguments after the name: strict JSON, JSON dialect, or None."""
     for s, e, v in _json_values(text[name_at:]):
         if isinstance(v, dict) and (ARG_A in v or not v):
             return name_at + s, name_at + e, "json"
         break
+    if dialect:
+        return _dialect_span(text, name_at, dialect)
     return None
+
+
+def _dialect_span(text: str, name_at: int, dialect: dict):
+    """The arguments object after the name, parsed the way the executor parses a JSON dialect."""
+    k = text.find(ARG_A, name_at)
+    start = text.rfind("{", name_at, k) if k >= 0 else -1
+    if start < 0:
+        return None
+    end = text.find("}", k)
+    while end >= 0:
+        try:
+            value = parse_content(text[start : end + 1], "json", dialect)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and ARG_A in value:
+            return start, end + 1, "json"
+        end = text.find("}", end + 1)
+    return None
+
+
+def _json_dialect(text: str, name_at: int) -> dict | None:
+    """JSON with unquoted keys and/or custom string delimiters (``{key:<|"|>v<|"|>}``), read off the
+    one-argument call: the key's quoting, and what wraps the string value. Confirmed by parsing it
+    with transformers' own json content parser, so the emitted ``content_args`` are known to work."""
+    k = text.find(ARG_A, name_at)
+    v = text.find(VAL_A, k)
+    if k < 0 or v < 0:
+        return None
+    before_key, colon = text[name_at:k], text[k + len(ARG_A) : v]
+    args: dict = {}
+    if before_key.rstrip().endswith("{") and colon.lstrip().startswith(":"):
+        args["unquoted_keys"] = True
+    elif not (before_key.endswith('"') and colon.startswith('"')):
+        return None
+    opener = colon.split(":", 1)[1].strip() if ":" in colon else ""
+    if opener and opener != '"':
+        after = text[v + len(VAL_A) :]
+        closer = opener if after.startswith(opener) else next((m for m in markers(after[:80]) if after.startswith(m)), "")
+        if not closer:
+            return None
+        args["string_delims"] = [[opener, closer]]
+    if not args:
+        return None
+    return args if _dialect_span(text, name_at, args) else None
 
 
 def _generalize(a: str, b: str) -> str:
@@ -185,9 +247,17 @@ def _tagged(one, two, turn, log) -> Tools:
     section_start = pre1[: len(pre1) - len(opener)]
     if t2:
         m1 = t2.find(FN_A)
+    dialect = None
     span = _args_span(o1, n1 + len(FN_A))
+    if span is None:
+        dialect = _json_dialect(o1, n1 + len(FN_A))
+        span = _args_span(o1, n1 + len(FN_A), dialect)
+        if span:
+            log.append(f"A1 arguments are a JSON dialect: {dialect}")
     fmt = "TAG_WITH_JSON" if span else "TAG_WITH_TAGGED"
     args = Arguments()
+    if dialect:
+        args = Arguments(unquoted_keys=bool(dialect.get("unquoted_keys")), string_delims=tuple(tuple(p) for p in dialect.get("string_delims", ())))
     if span:
         a_start, a_end, _ = span
         suffix1 = o1[n1 + len(FN_A) : a_start]
@@ -200,8 +270,8 @@ def _tagged(one, two, turn, log) -> Tools:
     section_end = ""
     sep = ""
     if t2 and span:
-        s2 = _args_span(t2, m2 + len(FN_B))
-        s1 = _args_span(t2, m1 + len(FN_A))
+        s2 = _args_span(t2, m2 + len(FN_B), dialect)
+        s1 = _args_span(t2, m1 + len(FN_A), dialect)
         if s1 and s2:
             suffix2 = t2[m2 + len(FN_B) : s2[0]]
             g = _generalize(suffix1, suffix2)
