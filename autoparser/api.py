@@ -42,7 +42,7 @@ def analyze(chat_template: str, special_tokens: dict | None = None, *, where: st
         with budget(TIME_BUDGET, "template"):
             pr = Prober(renderer)
             reasoning = analyze_reasoning(pr, log)
-            turn = analyze_turn(pr, reasoning.start, log)
+            turn = analyze_turn(pr, reasoning, log)
             content = analyze_content(pr, turn, reasoning, log)
             tools = analyze_tools(pr, turn, reasoning, content, log)
     except AutoparserError as e:

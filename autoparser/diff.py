@@ -97,6 +97,17 @@ def common_prefix_at(a: str, i: int, b: str, j: int, limit_a: int | None = None,
     return n
 
 
+def unsplit_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of ``a`` and ``b``, backed off so it cuts no marker in either; words
+    may be cut (a generation prompt can end inside a word the model continues)."""
+    p = len(os.path.commonprefix([a, b]))
+    for text in (a, b):
+        for s, e in _marker_spans(text):
+            if s < p < e:
+                p = s
+    return p
+
+
 def common_suffix_at(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 0) -> int:
     """Length of the common text ending at ``a[:i]`` and ``b[:j]``, starting on a marker-safe cut."""
     n = len(os.path.commonprefix([a[start_a:i][::-1], b[start_b:j][::-1]]))

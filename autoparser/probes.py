@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from itertools import product
 
+from .diff import common_suffix_at, unsplit_prefix
 from .errors import TemplateError
 from .render import Renderer
 
@@ -173,7 +174,11 @@ class Prober:
         full = self.try_render(convo + [message], gen=False, mode=mode, tools=tools)
         if prompt is None or full is None:
             return None
-        k = len(os.path.commonprefix([prompt, full]))
+        if prompt == self.try_render(convo, gen=False, mode=mode, tools=tools):
+            # The template appends the next assistant header whether asked or not: the rendered turn
+            # ends with it too, and a model stops before it.
+            full = full[: len(full) - common_suffix_at(prompt, len(prompt), full, len(full))]
+        k = unsplit_prefix(prompt, full)
         if k == len(prompt):
             return Generation(prompt, full[k:], True, "", full)
         return Generation(prompt, full[k:], False, prompt[k:], full)

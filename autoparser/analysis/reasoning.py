@@ -6,6 +6,8 @@ opens and closes, the reasoning block)."""
 
 from __future__ import annotations
 
+from itertools import combinations
+
 from ..diff import Diff, diff, leading_markers, markers, trailing_markers
 from ..probes import CONTENT, REASON, Prober, assistant, call
 from .model import Reasoning
@@ -19,6 +21,8 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     before = d.right[:i]
     start = before.strip() or trailing_markers(d.prefix).strip()
     after = d.right[i + len(needle) :]
+    if next_needle and next_needle in after:
+        after = after[: after.find(next_needle)]
     if after.strip():
         full_end = after.strip()
     else:
@@ -26,10 +30,26 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     end_ms = markers(full_end)
     end = end_ms[0] if end_ms else full_end
     # Only count the start marker if it is not also the turn header: an empty block in the left side
-    # (e.g. "<think>\n\n</think>") shows both markers belong to reasoning.
-    if not before.strip() and start and not (end and end in d.suffix):
+    # (e.g. "<think>\n\n</think>", or "<think>" in the prompt and "</think>" opening the left side)
+    # shows both markers belong to reasoning.
+    if not before.strip() and start and not (end and (end in d.suffix or d.left.lstrip().startswith(end))):
         start = ""
     return start, end, full_end
+
+
+def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
+    """Reasoning that history never renders but the thinking switch shows: one mode's generation
+    prompt opens the block and another opens and closes it (``<think>`` vs ``<think></think>``)."""
+    prompts = [g.prompt for g in (pr.generation(assistant(), m) for m in pr.modes) if g]
+    for a, b in combinations(prompts, 2):
+        d = diff(a, b)
+        extra, other = (d.left, d.right) if d.left.strip() else (d.right, d.left)
+        opener = markers(trailing_markers(d.prefix))
+        closer = markers(extra)
+        if not other.strip() and opener and len(closer) == 1 and extra.strip() == closer[0] and closer[0] != opener[-1]:
+            log.append(f"R2 thinking toggle: prompts differ by {extra!r} after {opener[-1]!r}")
+            return opener[-1], closer[0], closer[0]
+    return None
 
 
 def _prefill(pr: Prober, mode: dict) -> str:
@@ -62,6 +82,8 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
                 if found:
                     scope = "tools"
                     break
+    if not found:
+        found = _toggle(pr, log)
     start, end, full_end = found if found else ("", "", "")
     # R2: what the thinking modes' generation prompts prefill.
     prefills = {_m(m): _prefill(pr, m) for m in pr.modes}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..diff import MARKER, markers
 from ..errors import AnalysisError, TemplateError
 from ..probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
-from .model import Turn
+from .model import Reasoning, Turn
 
 
 def _after(text: str, needle: str) -> str:
@@ -81,7 +81,7 @@ def anchor_for(prompt: str, cut: int, gp_start: int) -> str:
     return head[start:]
 
 
-def analyze_turn(pr: Prober, reasoning_start: str, log: list[str]) -> Turn:
+def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
     user = [{"role": "user", "content": USER}]
     try:
         pr.render(user)
@@ -101,11 +101,12 @@ def analyze_turn(pr: Prober, reasoning_start: str, log: list[str]) -> Turn:
             prompt, gp = got
             if ctx is None and mode == pr.modes[0]:
                 gen_prompt = gp
+            # A prefill that opens or closes the reasoning belongs to the message, not the anchor.
             cut = len(prompt)
-            if reasoning_start:
-                i = prompt.rfind(reasoning_start, len(prompt) - len(gp))
+            for marker in (reasoning.start, reasoning.end):
+                i = prompt.find(marker, len(prompt) - len(gp)) if marker else -1
                 if i >= 0:
-                    cut = i
+                    cut = min(cut, i)
             a = anchor_for(prompt, cut, len(prompt) - len(gp))
             if a.strip():
                 anchors.append(a)
