@@ -115,6 +115,42 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     return field, warnings
 
 
+# Python literals for the pythonic argument grammar: quoted strings (value = the text inside the
+# quotes, unescaped as the template wrote it), bracketed lists/dicts matched recursively (value = the
+# literal, which the tool-schema cast json-decodes), and bare atoms (numbers, True, None).
+_Q1 = r"'(?:[^'\\]|\\.)*'"
+_Q2 = r'"(?:[^"\\]|\\.)*"'
+_NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\}})"
+_PY_VALUE = rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
+
+
+def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+    """``[f(a='x'), g(b=1)]``: one region per call. A later call opens at the separator only inside
+    an open section (a variable-length lookbehind to the section start), so ``f(x), g(y)`` in plain
+    content stays content; a call closes at ``)`` followed by the next call or the section end."""
+    warnings = ["pythonic argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
+    name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
+    sec, sec_end = t.section_start.strip(), t.section_end.strip()
+    sep = _flex(t.call_separator) if t.call_separator.strip() else r"\s*,\s*"
+    close = re.escape(t.call_end)
+    if sec:
+        inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*)"
+        open_pattern = rf"\s*(?:{_flex(sec)}\s*|{sep}{inside})" + name
+    else:
+        open_pattern = r"\A\s*" + name
+        warnings.append("pythonic tool calls have no section marker: a call is recognised only at the very start of the reply")
+    tail = rf"\s*{_flex(sec_end)}" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
+    field = {
+        "open_pattern": open_pattern,
+        "close_pattern": rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})|{close}{tail}",
+        "repeats": True,
+        "content": "xml-inline",
+        "content_args": {"tag_pattern": rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}(?:{_PY_VALUE})"},
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    return field, warnings
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
@@ -123,6 +159,8 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         return None, warnings
     if t.format == "JSON_NATIVE":
         field, w = _json_native(t, ends)
+    elif t.arguments.kind == "pythonic":
+        field, w = _pythonic(t, ends)
     else:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []

@@ -93,20 +93,72 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     for start, end, value in values:
         if _find_path(value, FN_A) is not None:
             return _json_native(one, two, start, end, value, turn, log)
-    return _python_null(pr, r, _tagged(one, two, turn, log), log)
+    t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
+    return _python_literals(pr, r, t, log)
 
 
-def _python_null(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
-    """A JSON-dialect template that prints values with ``{{ value }}`` writes a null argument as
-    Python's ``None``, which no json content parser reads: say so instead of failing silently."""
-    if t.format != "TAG_WITH_JSON" or not (t.arguments.unquoted_keys or t.arguments.string_delims):
-        return t
-    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: VAL_A, ARG_B: None})]), r) or ""
-    k = text.find(ARG_B)
-    if k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_B) :]):
-        log.append(f"A2 a null argument renders as Python None: {text[k:k + 20]!r}")
-        return dataclasses.replace(t, uncovered=t.uncovered + ("null arguments are rendered as Python None, which the json parser rejects",))
+# ------------------------------------------------------------------------------------------ pythonic
+_PY_CALL = re.compile(r"(?P<open>\()\s*(?P<key>\w+)(?P<eq>\s*=\s*)(?P<q>['\"])(?P<val>[^'\"]*)(?P=q)\s*(?P<close>\))")
+
+
+def _pythonic(one, two, turn, log) -> Tools | None:
+    """Python call syntax, ``[f(a='x'), g(b=1)]``: the name is followed by ``(``, each argument is
+    ``key=value`` with a quoted string, calls are separated by a comma inside one section. Read off
+    the renderings: section markers around the calls, the separator between them, and the one
+    between arguments (second call of the two-call rendering)."""
+    n1 = one.find(FN_A)
+    m = _PY_CALL.match(one, n1 + len(FN_A))
+    if not m or m["key"] != ARG_A or m["val"] != VAL_A:
+        return None
+    section_start, section_end = one[:n1], one[m.end() :]
+    sep = arg_sep = ""
+    if two and FN_B in two:
+        a1 = _PY_CALL.match(two, two.find(FN_A) + len(FN_A))
+        b = two.find(FN_B)
+        if not a1 or not two.startswith(section_start) or not two.endswith(section_end):
+            return None
+        sep = two[a1.end() : b]
+        k2 = two.find(ARG_B, b)
+        v1 = two.find(VAL_B, b)
+        if k2 < 0 or v1 < 0:
+            return None
+        arg_sep = two[v1 + len(VAL_B) + 1 : k2]  # after the closing quote
+    for e in turn.end_markers:
+        if e in section_end:
+            section_end = section_end[: section_end.find(e)]
+    t = Tools(
+        format="TAG_WITH_TAGGED",
+        family="pythonic",
+        section_start=section_start,
+        section_end=section_end,
+        call_start="",
+        name_suffix=m["open"],
+        call_end=m["close"],
+        call_separator=sep,
+        header_pattern=r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(m["open"]),
+        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep),
+    )
+    log.append(f"T3-T7 pythonic calls -> {t}")
     return t
+
+
+def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """Templates that print values with ``{{ value }}`` write Python literals: a list as
+    ``['a']`` (no json decoder reads it; a tagged or pythonic value comes back as that string) and,
+    inside a JSON dialect, null as ``None`` (the json parser rejects the call). Say so."""
+    json_dialect = t.format == "TAG_WITH_JSON" and (t.arguments.unquoted_keys or t.arguments.string_delims)
+    if not (json_dialect or t.format == "TAG_WITH_TAGGED") or t.family == "unknown":
+        return t
+    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: None, ARG_B: [VAL_B]})]), r) or ""
+    found = []
+    if f"['{VAL_B}']" in text:
+        found.append("list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings")
+    k = text.find(ARG_A)
+    if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
+        found.append("null arguments are rendered as Python None, which the json parser rejects")
+    for f in found:
+        log.append(f"A2 {f}")
+    return dataclasses.replace(t, uncovered=t.uncovered + tuple(found)) if found else t
 
 
 # --------------------------------------------------------------------------------------------- JSON
