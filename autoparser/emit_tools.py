@@ -104,10 +104,12 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["content_args"] = args
     else:
         ks = a.key_suffix
-        ks_re = _flex(ks.rstrip("\n")) + (r"\n?" if ks.endswith("\n") else "")
+        # Models put a newline inside value tags whether or not their template does (Seed-OSS
+        # renders <parameter=k>v</parameter> but generates <parameter=k>\nv\n</parameter>).
+        ks_re = _flex(ks.rstrip("\n")) + (r"\n?" if ks.endswith("\n") or ks.rstrip().endswith(">") else "")
         ks_re = re.sub(r"(true|false)", "(?:true|false)", ks_re)
         vs = a.value_suffix
-        vs_re = (r"\n?" if vs.startswith("\n") else "") + _flex(vs.lstrip("\n"))
+        vs_re = (r"\n?" if vs.startswith("\n") or vs.lstrip().startswith("<") else "") + _flex(vs.lstrip("\n"))
         field["content"] = "xml-inline"
         field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)" + vs_re}
         warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
