@@ -80,6 +80,7 @@ class Style:
     none_content_with_calls: bool = True
     string_arguments: bool = False
     system: bool = False
+    thinking_chunks: bool = False  # reasoning only as a typed content chunk (Ministral's [THINK])
 
 
 class Prober:
@@ -89,6 +90,7 @@ class Prober:
         self._cache: dict = {}
         self.modes = self._thinking_modes()
         self._pick_empty_content()
+        self._pick_reasoning_form()
 
     def _pick_empty_content(self) -> None:
         """Prefer ``content: None`` with tool calls unless the template prints it ("None", "null")."""
@@ -105,6 +107,26 @@ class Prober:
         d = len(with_none) - len(with_empty)
         if d > 0 and any(w in with_none and w not in with_empty for w in ("None", "null")):
             self.style = Style(False)
+
+    def _pick_reasoning_form(self) -> None:
+        """Reasoning goes in ``reasoning_content`` (and its aliases) unless only a ``thinking`` content
+        chunk renders it."""
+        msgs = [{"role": "user", "content": USER}, assistant(reasoning=REASON)]
+        chunked = Style(self.style.none_content_with_calls, self.style.string_arguments, self.style.system, True)
+        for mode in self.modes:
+            try:
+                if REASON in self.r.render(self._adapt(msgs, self.style), tools=TOOLS, **mode):
+                    return
+            except TemplateError:
+                pass
+        for mode in self.modes:
+            try:
+                out = self.r.render(self._adapt(msgs, chunked), tools=TOOLS, **mode)
+                if REASON in out and CONTENT in out and "'type'" not in out and '"type": "thinking"' not in out:
+                    self.style = chunked  # the chunk itself rendered, not its repr
+                    return
+            except TemplateError:
+                pass
 
     # -- rendering -----------------------------------------------------------------------------------
     def _adapt(self, msgs: list[dict], style: Style) -> list[dict]:
@@ -123,6 +145,9 @@ class Prober:
                         {**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
                         for c in m["tool_calls"]
                     ]
+            if style.thinking_chunks and m.get("reasoning_content") is not None:
+                text = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+                m = {**{k: v for k, v in m.items() if k != "reasoning_content"}, "content": [{"type": "thinking", "thinking": m["reasoning_content"]}] + text}
             out.append(m)
         return out
 
@@ -148,9 +173,8 @@ class Prober:
         self._cache[key] = first_error
         raise first_error
 
-    @staticmethod
-    def _styles() -> list[Style]:
-        return [Style(n, s, y) for y, n, s in product((False, True), (True, False), (False, True))]
+    def _styles(self) -> list[Style]:
+        return [Style(n, s, y, c) for c in (self.style.thinking_chunks,) for y, n, s in product((False, True), (True, False), (False, True))]
 
     def try_render(self, msgs, gen=False, mode=None, tools=TOOLS) -> str | None:
         try:

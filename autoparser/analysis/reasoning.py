@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from ..diff import Diff, diff, leading_markers, markers, trailing_markers
+from ..diff import MARKER, Diff, diff, leading_markers, markers, trailing_markers
 from ..probes import CONTENT, REASON, Prober, assistant, call
 from .model import Reasoning
 
@@ -19,6 +19,13 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     if i < 0:
         return None
     before = d.right[:i]
+    # A marker both sides open with went to the diff only because a word is glued to it on the left
+    # (``[/INST]QXCONTENTQX``): it belongs to the prefix when a marker follows it on the right.
+    for m in markers(before):
+        if before.startswith(m) and d.left.startswith(m) and MARKER.match(before, len(m)):
+            before = before[len(m) :]
+        else:
+            break
     start = before.strip() or trailing_markers(d.prefix).strip()
     after = d.right[i + len(needle) :]
     if next_needle and next_needle in after:

@@ -27,6 +27,8 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     run = markers(last.lstrip().split("\n\n")[0]) if last.strip() else []
     if run:
         found += [run[0], run[-1]]
+    elif last.strip():  # an end token in no bracket style we know (MiniMax's ``[e~[``): the first word
+        found.append(last.split()[0])
     p0 = pr.render(user)
     mid = _between(pr.try_render(user + [assistant(), {"role": "user", "content": USER2}]) or "", CONTENT, USER2)
     if mid:
