@@ -66,14 +66,21 @@ def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     return field, warnings
 
 
+def _tag_like(opener: str) -> bool:
+    """A marker, or the start of a tag with attributes (``<invoke name="``): distinctive enough to
+    open a call on its own, so the section start around the calls may be left out (DeepSeek V3.2
+    writes ``<｜DSML｜invoke …>`` for the second call without repeating the section)."""
+    return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*\s+[\w:.\-]+=", opener))
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
     header = t.header_pattern
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
-    if section and not markers(opener):
-        # A per-call opener that is no marker (``name(``) is only a call after the section start or a separator.
+    if section and not _tag_like(opener):
+        # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
         alts = [_flex(section)] + ([re.escape(t.call_separator)] if t.call_separator.strip() else [])
         open_pattern = "(?:" + "|".join(alts) + r")\s*" + header
     elif section:
