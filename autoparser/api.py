@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from . import workarounds as wa
 from .analysis.content import analyze_content
+from .analysis.families import refine as refine_family
 from .analysis.model import Analysis
 from .analysis.reasoning import analyze_reasoning
 from .analysis.tools import analyze_tools
@@ -45,6 +46,7 @@ def analyze(chat_template: str, special_tokens: dict | None = None, *, where: st
             turn = analyze_turn(pr, reasoning, log)
             content = analyze_content(pr, turn, reasoning, log)
             tools = analyze_tools(pr, turn, reasoning, content, log)
+            tools = refine_family(pr, turn, reasoning, content, tools, log)
     except AutoparserError as e:
         if e.where is None:
             e.where = where

@@ -14,6 +14,7 @@ from __future__ import annotations
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from .analysis.model import Analysis
+from .emit_families import headed_fields
 from .emit_tools import GAPS, tool_field
 
 
@@ -68,9 +69,16 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         f = {"close": _one(close)} if close else {}
         f["content"] = "text"
         fields["content"] = f
+    anchors = list(a.turn.anchors)
+    if t.headed.kind:
+        fields = {k: v for k, v in fields.items() if k == reasoning_field and r.mode != "NONE" and not t.headed.reasoning_words}
+        headed, headed_warnings, headed_anchors = headed_fields(a, reasoning_field)
+        fields.update(headed)
+        warnings += headed_warnings
+        anchors = headed_anchors or anchors
     spec: dict = {"defaults": {"role": "assistant"}}
-    if a.turn.anchors:
-        spec["start_anchor"] = _one(list(a.turn.anchors))
+    if anchors:
+        spec["start_anchor"] = _one(anchors)
     else:
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")

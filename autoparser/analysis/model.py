@@ -50,6 +50,20 @@ class Arguments:
 
 
 @dataclass(frozen=True)
+class Headed:
+    """Replies made of headed messages (harmony channels, recipient-based ``>>>name``): every part opens
+    with a header naming its channel or recipient, so fields are told apart by header words, not tags."""
+
+    kind: str = ""  # "" | "channels" | "recipient"
+    header_start: str = ""  # "<|channel|>" / ">>>"
+    header_end: str = ""  # "<|message|>" / "\n"
+    recipient: str = ""  # channels: the text before a tool name, e.g. "to=functions."
+    reasoning_words: tuple[str, ...] = ()  # header words of reasoning messages
+    content_words: tuple[str, ...] = ()  # header words of content messages
+    ends: tuple[str, ...] = ()  # markers that end one message
+
+
+@dataclass(frozen=True)
 class Tools:
     """JSON_NATIVE, TAG_WITH_JSON, TAG_WITH_TAGGED or NONE, plus the family the markers reveal."""
 
@@ -75,6 +89,7 @@ class Tools:
     arguments: Arguments = field(default_factory=Arguments)
     end_markers: tuple[str, ...] = ()  # end-of-turn markers seen after tool calls
     uncovered: tuple[str, ...] = ()  # what the response_template language cannot express
+    headed: Headed = field(default_factory=Headed)  # set when the reply is a run of headed messages
 
 
 @dataclass(frozen=True)

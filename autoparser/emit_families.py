@@ -1,0 +1,66 @@
+"""Fields for replies made of headed messages (``Tools.headed``). Part of the emitter.
+
+No field is implicit: text outside a message body (headers, ``<|start|>assistant`` between
+messages) is discarded. Each field opens on a header pattern that says which field the message is,
+so the order of a header's parts does not matter."""
+
+from __future__ import annotations
+
+import regex as re
+
+from .analysis.model import Analysis
+from .emit_tools import GAPS
+
+
+def _alts(words) -> str:
+    return "(?:" + "|".join(re.escape(w) for w in words) + ")"
+
+
+def _closes(ends) -> list[str]:
+    return list(dict.fromkeys(g + e for e in ends for g in GAPS))
+
+
+def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], list[str] | None]:
+    """(fields, warnings, start anchors or None to keep the turn's)."""
+    h = a.tools.headed
+    C, M = re.escape(h.header_start), re.escape(h.header_end)
+    fields: dict[str, dict] = {}
+    warnings: list[str] = []
+    if h.kind == "channels":
+        R = re.escape(h.recipient)
+        # A header addressed elsewhere (``to=python``, ``to=functions.x``) is no reasoning or content;
+        # one addressed to the assistant itself is. Headers are read up to the next channel marker.
+        key = re.escape(re.match(r"\W*\w+=|", h.recipient).group(0) or h.recipient)
+        away = rf"{key}(?!assistant\b)"
+        rest = rf"(?:(?!{M}|{C}|{away}).)*?{M}"
+        C_free = rf"(?<!{away}[^<\s]*\s*){C}"
+        if h.reasoning_words:
+            fields[reasoning_field] = {
+                "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
+                "close": _closes(h.ends),
+                "content": "text",
+            }
+        fields["tool_calls"] = {
+            "open_pattern": rf"(?:{C}\s*\w+\s*)?{R}(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
+            "close": _closes(h.ends),
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        }
+        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close": _closes(h.ends), "content": "text"}
+        return fields, warnings, None
+    # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
+    words = _alts(h.content_words)
+    close_pattern = f"(?={C})|" + "|".join(re.escape(e) for e in h.ends)
+    fields["tool_calls"] = {
+        "open_pattern": rf"{C}(?!{words}{M})(?P<name>[\w.\-/]+){M}",
+        "close_pattern": close_pattern,
+        "repeats": True,
+        "content": "json",
+        "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+    }
+    fields["content"] = {"open": [h.header_start + w + h.header_end for w in h.content_words], "close_pattern": close_pattern, "content": "text"}
+    warnings.append(f"content ends at the next {h.header_start!r}: a literal {h.header_start!r} in content ends it early")
+    # The generation prompt ends with the header marker: anchor before it so the parser sees it.
+    anchors = [x[: len(x) - len(h.header_start)] if x.endswith(h.header_start) else x for x in a.turn.anchors]
+    return fields, warnings, [x for x in anchors if x.strip()] or None
