@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
+import regex as re
+
 from ..diff import MARKER, Diff, diff, leading_markers, markers, trailing_markers
 from ..probes import CONTENT, REASON, Prober, assistant, call
 from .model import Reasoning
@@ -57,6 +59,20 @@ def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
             log.append(f"R2 thinking toggle: prompts differ by {extra!r} after {opener[-1]!r}")
             return opener[-1], closer[0], closer[0]
     return None
+
+
+def _closer_by_split(pr: Prober, start: str, log: list[str]) -> str:
+    """The end of a block whose opener only the prompt shows. Some templates cut reasoning out of
+    history by splitting content on the end marker: a content ``REASON<end>CONTENT`` that renders
+    without REASON confirms the candidate, the opener's closing form (``<x>``/``</x>``, ``[X]``/``[/X]``)."""
+    m = re.fullmatch(r"<(\w[\w:.\-]*)>|\[(\w+)\]", start)
+    if not m:
+        return ""
+    cand = f"</{m.group(1)}>" if m.group(1) else f"[/{m.group(2)}]"
+    g = pr.generation(assistant(REASON + cand + CONTENT), pr.modes[0])
+    ok = bool(g) and CONTENT in g.full and REASON not in g.full
+    log.append(f"R2 end of {start!r} by content split on {cand!r}: {'confirmed' if ok else 'no'}")
+    return cand if ok else ""
 
 
 def _prefill(pr: Prober, mode: dict) -> str:
@@ -120,6 +136,8 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
         for p in prompts.values():
             if p.rstrip().endswith(start):
                 forced_open = True
+    if start and not end:
+        end = _closer_by_split(pr, start, log)
     if not start and not end:
         mode = "NONE"
     elif not start:
