@@ -27,6 +27,12 @@ ARG_A, ARG_B = "arg_one", "arg_two"
 VAL_A, VAL_B = "QXVALAQX", "QXVALBQX"
 ID_A, ID_B = "call00001", "call99999"
 NEEDLE = re.compile(r"QX[A-Z]+QX")  # any probe text above
+_PROBE_TEXT = re.compile(rf"QX[A-Z]+QX|{FN_A}|{FN_B}|{ARG_A}|{ARG_B}|{ID_A}|{ID_B}")
+
+
+def probe_text(text: str) -> list[str]:
+    """Probe needles and names found in ``text`` (an emitted template must hold none)."""
+    return _PROBE_TEXT.findall(text)
 
 THINKING_MODES = ({}, {"enable_thinking": True}, {"enable_thinking": False})
 
@@ -88,20 +94,33 @@ class Prober:
         self.r = renderer
         self.style = Style()
         self._cache: dict = {}
+        self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.modes = self._thinking_modes()
         self._pick_empty_content()
         self._pick_reasoning_form()
+
+    def _render(self, msgs: list[dict], tools=None, **kw) -> str:
+        """Render; a template that reads the tools under another name (``'functions' is undefined``)
+        gets them bound to that name too, as JSON text."""
+        while True:
+            try:
+                return self.r.render(msgs, tools=tools, **kw, **{n: json.dumps(tools or [], ensure_ascii=False) for n in self.tool_vars})
+            except TemplateError as e:
+                m = re.search(r"'(\w+)' is undefined", e.message)
+                if not m or m.group(1) in self.tool_vars or m.group(1) in kw or len(self.tool_vars) >= 3:
+                    raise
+                self.tool_vars.append(m.group(1))
 
     def _pick_empty_content(self) -> None:
         """Prefer ``content: None`` with tool calls unless the template prints it ("None", "null")."""
         msgs = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
         try:
-            with_none = self.r.render(self._adapt(msgs, Style(True)), tools=TOOLS)
+            with_none = self._render(self._adapt(msgs, Style(True)), tools=TOOLS)
         except TemplateError:
             self.style = Style(False)
             return
         try:
-            with_empty = self.r.render(self._adapt(msgs, Style(False)), tools=TOOLS)
+            with_empty = self._render(self._adapt(msgs, Style(False)), tools=TOOLS)
         except TemplateError:
             return
         d = len(with_none) - len(with_empty)
@@ -115,13 +134,13 @@ class Prober:
         chunked = Style(self.style.none_content_with_calls, self.style.string_arguments, self.style.system, True)
         for mode in self.modes:
             try:
-                if REASON in self.r.render(self._adapt(msgs, self.style), tools=TOOLS, **mode):
+                if REASON in self._render(self._adapt(msgs, self.style), tools=TOOLS, **mode):
                     return
             except TemplateError:
                 pass
         for mode in self.modes:
             try:
-                out = self.r.render(self._adapt(msgs, chunked), tools=TOOLS, **mode)
+                out = self._render(self._adapt(msgs, chunked), tools=TOOLS, **mode)
                 if REASON in out and CONTENT in out and "'type'" not in out and '"type": "thinking"' not in out:
                     self.style = chunked  # the chunk itself rendered, not its repr
                     return
@@ -163,7 +182,7 @@ class Prober:
         first_error = None
         for style in styles:
             try:
-                out = self.r.render(self._adapt(msgs, style), tools=tools, add_generation_prompt=gen, **(mode or {}))
+                out = self._render(self._adapt(msgs, style), tools=tools, add_generation_prompt=gen, **(mode or {}))
             except TemplateError as e:
                 first_error = first_error or e
                 continue
