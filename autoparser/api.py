@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from .analysis.tools import analyze_tools
 from .analysis.turn import analyze_turn
 from .emit import emit
 from .errors import AnalysisError, AutoparserError
-from .probes import Prober
+from .probes import Prober, probe_text
 from .render import Renderer, budget
 
 TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))
@@ -62,6 +63,9 @@ def infer_result(chat_template: str, special_tokens: dict | None = None, *, wher
         template, warnings = emit(a, reasoning_field)
     except ValueError as e:
         raise AnalysisError(f"emitted template rejected by transformers: {e}", where) from None
+    leaked = sorted(set(probe_text(json.dumps(template, ensure_ascii=False))))
+    if leaked:  # an analysis bug: a delimiter copied from one probe conversation
+        warnings.append(f"probe text {', '.join(leaked)} in the template; it will not match real output")
     return Result(template, a, tuple(warnings), template_hash(chat_template, special_tokens))
 
 
