@@ -36,3 +36,11 @@ def test_verify_catches_a_broken_template():
     first = report.first_failure()
     assert first is not None and first.fields.get("reasoning") == "fail"
     assert "</think>" in first.generated
+
+
+if __name__ == "__main__":
+    # After a reviewed change to the emitter: rewrite every expected template (then read the git diff).
+    for path in TEMPLATES:
+        template = autoparser.infer(path.read_text(encoding="utf-8"))
+        path.with_suffix(".response.json").write_text(json.dumps(template, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(path.with_suffix(".response.json").name)
