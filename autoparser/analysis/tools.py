@@ -15,8 +15,8 @@ import regex as re
 
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
-from ..diff import common_prefix_at, common_suffix_at, diff, markers
-from ..probes import ARG_A, ARG_B, FN_A, FN_B, ID_A, ID_B, VAL_A, VAL_B, Prober, assistant, call
+from ..diff import MARKER, common_prefix_at, common_suffix_at, diff, markers
+from ..probes import ARG_A, ARG_B, CONTENT, FN_A, FN_B, ID_A, ID_B, VAL_A, VAL_B, Prober, assistant, call
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
 ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls
@@ -70,6 +70,30 @@ def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
     return None
 
 
+def _section_kept(pr: Prober, calls: list[dict], text: str, log: list[str]) -> str:
+    """Some templates render an empty message as a tool section with no calls
+    (``<｜tool▁calls▁begin｜><｜tool▁calls▁end｜>``), so the empty-message baseline hides the section
+    markers. A content-only message is the second baseline: when it differs from the calls by the
+    content needle alone and its diff is the calls plus markers only, those markers are the section."""
+    for m in pr.modes:
+        withc = pr.generation(assistant(None, calls=calls), m)
+        cont = pr.generation(assistant(CONTENT), m)
+        if not (withc and cont and FN_A in withc.full):
+            continue
+        d = diff(cont.full, withc.full)
+        left = d.left.rstrip()
+        lead = left[: -len(CONTENT)] if left.endswith(CONTENT) else None  # a marker glued to the needle
+        if lead is None or not d.right.startswith(lead.rstrip()):
+            return text
+        right = d.right[len(lead.rstrip()) :]
+        extra = right.replace(text, "", 1) if text in right else None
+        if extra and not re.sub(MARKER, "", extra).strip():
+            log.append(f"T1 an empty message renders the tool section; with it: {right!r}")
+            return right
+        return text
+    return text
+
+
 def _after_reasoning(text: str | None, r: Reasoning) -> str | None:
     """Drop an (empty) reasoning block the template writes before the calls."""
     if text and r.end and r.end in text and text.find(r.end) < text.find(FN_A):
@@ -86,6 +110,7 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     two = _tool_text(pr, two_calls)
     if two and FN_B not in two:
         two = None
+    one, two = _section_kept(pr, [call()], one, log), _section_kept(pr, two_calls, two, log) if two else two
     log.append(f"T1 one call: {one!r}")
     log.append(f"T2 two calls: {two!r}")
     one, two = _after_reasoning(one, r), _after_reasoning(two, r)
