@@ -7,17 +7,15 @@ must give back every field of M that the template rendered."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from .analysis.model import Analysis
-from .diff import diff
-from .errors import TemplateError
+from .diff import MARKER, _marker_spans, common_suffix_at
 from .probes import Prober, assistant
-from .render import Renderer, budget
+from .render import REASONING_KEYS, Renderer, budget
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
 
@@ -169,43 +167,125 @@ def _cut(text: str, ends: tuple[str, ...]) -> str:
     return text[:best] if best is not None else text.rstrip()
 
 
+def _split(prompt: str, full: str) -> int:
+    """Where the prompt and the rendered turn part. When the turn does not continue the whole prompt,
+    their common prefix is backed off so it cuts no marker and no word in either: a prefill
+    ``<think></think>`` and a reply ``</think>…`` share ``<``, ``Here are my…`` and ``Hello`` share ``He``."""
+    if full.startswith(prompt):
+        return len(prompt)
+    spans = (_marker_spans(prompt), _marker_spans(full))
+
+    def whole(text: str, k: int, marks) -> bool:
+        inside_word = 0 < k < len(text) and text[k - 1].isalnum() and text[k].isalnum()
+        return not inside_word and not any(s < k < e for s, e in marks)
+
+    k = len(os.path.commonprefix([prompt, full]))
+    while k > 0 and not (whole(prompt, k, spans[0]) and whole(full, k, spans[1])):
+        k -= 1
+    return k
+
+
+def _overlap(dropped: str, rest: str) -> int:
+    """Length of the longest tail of the dropped prefill that the rendered turn starts with, cut at a
+    marker boundary: history renders ``</think>answer`` where the prompt ended ``<think></think>``."""
+    spans = _marker_spans(dropped)
+    for j in range(len(dropped)):
+        tail = dropped[j:]
+        if tail.strip() and rest.startswith(tail) and not any(s < j < e for s, e in spans):
+            return len(tail)
+    return 0
+
+
+REF = assistant("QXVERIFYREFQX")
+
+
+def _turn_end(full: str, start: int, ref: str | None) -> int:
+    """Where a model stops: before what the rendering appends after any assistant turn (found as the
+    common tail with a reference turn), keeping that tail's first marker, the end-of-turn token. Without
+    this, a template that opens the next header after the last turn would feed it to the parser; the
+    analysis' own end markers cut the text too (``_cut``), so a wrong one cannot hide behind this."""
+    if ref is None:
+        return len(full)
+    cut = max(len(full) - common_suffix_at(full, len(full), ref, len(ref)), start)
+    end = MARKER.match(full, cut + len(full[cut:]) - len(full[cut:].lstrip()))
+    return end.end() if end else cut
+
+
+def _reasoning(m: dict) -> str:
+    return next((m[k] for k in REASONING_KEYS if isinstance(m.get(k), str)), "")
+
+
 def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
-    """(prompt, generated text, how) or None when this mode cannot produce M."""
+    """(prompt, generated text, how) or None when this mode cannot produce M.
+
+    ``exact``: the rendered turn continues the prompt. Otherwise the prompt ends with a prefill the
+    history rendering leaves out: after a closed reasoning prefill the model goes on with the rest of
+    the turn (``prefill-dropped``); after an open one it writes the reasoning and its end marker first
+    (``synthesized``)."""
     prompt = pr.try_render(msgs, gen=True, mode=mode, tools=VERIFY_TOOLS)
     full = pr.try_render(msgs + [m], gen=False, mode=mode, tools=VERIFY_TOOLS)
     if prompt is None or full is None:
         return None
-    k = len(os.path.commonprefix([prompt, full]))
-    if k < len(prompt):  # the prompt's prefill and the reply may share a marker's first bytes (`<|`)
-        k = len(diff(prompt, full).prefix)
+    k = _split(prompt, full)
+    full = full[: _turn_end(full, k, pr.try_render(msgs + [REF], gen=False, mode=mode, tools=VERIFY_TOOLS))]
     ends = a.turn.end_markers + a.tools.end_markers
     if k == len(prompt):
         return prompt, _cut(full[k:], ends), "exact"
     dropped, rest = prompt[k:], full[k:]
+    rest = rest[_overlap(dropped, rest):]
     r = a.reasoning
+    reasoning = _reasoning(m).strip()
     if r.end and r.end in dropped:  # closed reasoning prefill: the model continues after it
-        if m.get("reasoning_content"):
+        if reasoning:
             return None
         return prompt, _cut(rest, ends), "prefill-dropped"
     if r.start and r.end and r.start in dropped:  # open reasoning prefill that history drops
-        reasoning = m.get("reasoning_content") or ""
-        if reasoning and reasoning in rest:
+        if reasoning and reasoning in rest:  # rendered elsewhere, not where a model writes it
             return None
-        return prompt, _cut(reasoning + "\n" + r.end + "\n\n" + rest, ends), "synthesized"
+        body = rest if rest.lstrip().startswith(r.end) else f"{r.end}\n\n{rest}"
+        return prompt, _cut(f"{reasoning}\n{body}", ends), "synthesized"
     return None
 
 
-def _expected(m: dict, generated: str) -> dict:
+ALT = "QXVERIFYALTQX"
+
+
+def _changes(pr: Prober, a: Analysis, msgs: list[dict], mode: dict, text: str, variant: dict) -> bool | None:
+    """Whether the generation for ``variant`` differs from ``text`` (None: the variant does not render)."""
+    g = _generation(pr, a, msgs, variant, mode)
+    return None if g is None else g[1] != text
+
+
+def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, text: str) -> dict:
+    """The fields of M that the generated text carries, found by changing each field's value (content,
+    reasoning, call names) and re-rendering: a substring test is fooled by short values and by templates
+    that trim fields, and removing a field changes the turn's shape, not only its text. Values are
+    compared whitespace-trimmed; tool calls are the leading calls the rendering carries (some templates
+    render only the first), ids those found verbatim."""
     exp: dict = {}
-    if m.get("content") and m["content"].strip().split("\n")[0][:20] in generated:
-        exp["content"] = m["content"].strip()
-    if m.get("reasoning_content") and m["reasoning_content"].split("\n")[0][:20] in generated:
-        exp["thinking"] = m["reasoning_content"].strip()
-    if m.get("tool_calls") and all(c["function"]["name"] in generated for c in m["tool_calls"]):
-        exp["tool_calls"] = [
-            {"name": c["function"]["name"], "arguments": c["function"]["arguments"], "id": c["id"] if c["id"] in generated else None}
-            for c in m["tool_calls"]
-        ]
+    content = m.get("content") if isinstance(m.get("content"), str) else ""
+    if content.strip():
+        alt = ALT if content.strip() != ALT else ALT + "2"
+        hit = _changes(pr, a, msgs, mode, text, {**m, "content": alt})
+        if hit or (hit is None and content.strip() in text):
+            exp["content"] = content.strip()
+    reasoning = _reasoning(m)
+    if reasoning.strip():
+        alt = ALT if reasoning.strip() != ALT else ALT + "2"
+        variant = {**{k: v for k, v in m.items() if k not in REASONING_KEYS}, "reasoning_content": alt}
+        hit = _changes(pr, a, msgs, mode, text, variant)
+        if hit or (hit is None and reasoning.strip() in text):
+            exp["thinking"] = reasoning.strip()
+    calls = m.get("tool_calls") or []
+    if calls:
+        renamed = [{**c, "function": {**c["function"], "name": ALT.lower()}} for c in calls]
+        hit = _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
+        if hit or (hit is None and any(c["function"]["name"] in text for c in calls)):
+            n = next((k for k in range(1, len(calls)) if _changes(pr, a, msgs, mode, text, {**m, "tool_calls": calls[:k]}) is False), len(calls))
+            exp["tool_calls"] = [
+                {"name": c["function"]["name"], "arguments": c["function"]["arguments"], "id": c["id"] if c.get("id") and c["id"] in text else None}
+                for c in calls[:n]
+            ]
     return exp
 
 
@@ -226,45 +306,51 @@ def _compare(exp: dict, got: dict, reasoning_field: str) -> dict[str, str]:
 
 
 def verify(chat_template: str, response_template: dict | None = None, special_tokens: dict | None = None, *, analysis: Analysis | None = None, messages=None, reasoning_field: str = "thinking") -> Report:
-    from .api import infer_result
+    """Round-trip ``response_template`` (inferred when not given) on the template's own renderings.
+
+    Rendering runs under the analysis' time budget (``api.TIME_BUDGET``); parsing runs outside it."""
+    from . import api
 
     if response_template is None or analysis is None:
-        res = infer_result(chat_template, special_tokens)
+        res = api.infer_result(chat_template, special_tokens)
         analysis = analysis or res.analysis
         response_template = response_template or res.template
     renderer = Renderer(chat_template, special_tokens)
     cases: list[Case] = []
-    with budget(30.0, "verification"):
+    with budget(api.TIME_BUDGET, "template"):
         pr = Prober(renderer)
         for name, m in messages or probe_messages():
             for hist in (False, True):
                 msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
-                done = False
+                found = False
                 for mode in pr.modes:
-                    mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
                     got = _generation(pr, analysis, msgs, m, mode)
                     if got is None:
                         continue
                     prompt, text, how = got
-                    exp = _expected(m, text)
-                    if not exp:
-                        continue
-                    case = Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp)
-                    try:
-                        case.parsed = parse_response(text, response_template, prefix=prompt, tools=VERIFY_TOOLS)
-                        case.streamed = stream_parse(response_template, text, prompt, VERIFY_TOOLS)
-                    except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
-                        case.status, case.error = "fail", f"{type(e).__name__}: {e}"
-                        cases.append(case)
-                        done = True
-                        continue
-                    f1 = _compare(exp, case.parsed, reasoning_field)
-                    f2 = _compare(exp, case.streamed, reasoning_field)
-                    case.fields = {k: ("pass" if f1.get(k) == f2.get(k) == "pass" else "fail") for k in set(f1) | set(f2)}
-                    if any(v == "fail" for v in case.fields.values()):
-                        case.status = "fail"
-                    cases.append(case)
-                    done = True
-                if not done:
+                    exp = _expected(pr, analysis, msgs, m, mode, text)
+                    if exp:
+                        mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
+                        cases.append(Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp))
+                        found = True
+                if not found:
                     cases.append(Case(name, "-", hist, "skip", error="template does not render this message"))
+    for case in cases:
+        if case.status == "pass":
+            _check(case, response_template, reasoning_field)
     return Report(cases)
+
+
+def _check(case: Case, response_template: dict, reasoning_field: str) -> None:
+    """Parse the generated text one-shot and streamed; mark the case and each field pass or fail."""
+    try:
+        case.parsed = parse_response(case.generated, response_template, prefix=case.prompt, tools=VERIFY_TOOLS)
+        case.streamed = stream_parse(response_template, case.generated, case.prompt, VERIFY_TOOLS)
+    except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
+        case.status, case.error = "fail", f"{type(e).__name__}: {e}"
+        return
+    f1 = _compare(case.expected, case.parsed, reasoning_field)
+    f2 = _compare(case.expected, case.streamed, reasoning_field)
+    case.fields = {k: ("pass" if f1.get(k) == f2.get(k) == "pass" else "fail") for k in sorted(set(f1) | set(f2))}
+    if any(v == "fail" for v in case.fields.values()):
+        case.status = "fail"
