@@ -28,6 +28,13 @@ def with_gaps(marks, gaps=GAPS) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def with_trailing_newline(marks: list[str], ends: list[str]) -> list[str]:
+    """A newline after the end of turn must not reopen (and so wipe) the implicit content: the end
+    markers also close with it. A literal another one extends is held at the buffer edge, so this
+    costs one character of hold-back when streaming."""
+    return marks + [m + "\n" for m in marks if m.strip() in ends]
+
+
 def _one(values: list[str]) -> str | list[str]:
     return values[0] if len(values) == 1 else values
 
@@ -57,6 +64,8 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     # without opening it, so they neither leak into content nor overwrite it.
     followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip() else []
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
+    # A prompt that prefills only the reasoning's end (thinking switched off) leaves it to the parser.
+    followers += [r.end] if r.mode != "NONE" and r.end and r.start else []
     if c.mode == "ALWAYS_WRAPPED":
         f = {"open": c.start}
         close = with_gaps(([c.end] if c.end else []) + ends)
@@ -65,7 +74,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         f["content"] = "text"
         fields["content"] = f
     else:
-        close = with_gaps(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers)
+        close = with_trailing_newline(with_gaps(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers), ends)
         f = {"close": _one(close)} if close else {}
         f["content"] = "text"
         fields["content"] = f
