@@ -124,7 +124,7 @@ class Prober:
         except TemplateError:
             return
         d = len(with_none) - len(with_empty)
-        if d > 0 and any(w in with_none and w not in with_empty for w in ("None", "null")):
+        if d > 0 and any(with_none.count(w) > with_empty.count(w) for w in ("None", "null")):
             self.style = Style(False)
 
     def _pick_reasoning_form(self) -> None:
