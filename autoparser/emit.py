@@ -11,6 +11,8 @@ Choices that matter for correctness (see transformers' chat_parsing):
 
 from __future__ import annotations
 
+import regex as re
+
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from .analysis.model import Analysis
@@ -51,8 +53,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 f["close"] = r.end
             f["content"] = "text"
             fields[reasoning_field] = f
-        else:
-            warnings.append(f"reasoning ends at {r.end!r} but has no start marker; reasoning is left in content")
+        elif r.end:
+            # Only an end delimiter: what precedes it is reasoning, if it comes at all. The lookahead
+            # decides that exactly, at the price of holding a stream back until it does.
+            fields[reasoning_field] = {"open_pattern": rf"\A(?=[\s\S]*?{re.escape(r.end)})", "close": r.end, "content": "text"}
+            warnings.append(f"reasoning has no start marker, only the end {r.end!r}: a stream is held back until it or the end of the message arrives")
     if t.format != "NONE":
         field, tool_warnings = tool_field(a)
         warnings += tool_warnings
