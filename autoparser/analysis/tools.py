@@ -15,8 +15,8 @@ import regex as re
 
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
-from ..diff import MARKER, common_prefix_at, common_suffix_at, diff, markers
-from ..probes import ARG_A, ARG_B, CONTENT, FN_A, FN_B, ID_A, ID_B, VAL_A, VAL_B, Prober, assistant, call
+from ..diff import MARKER, common_prefix_at, common_suffix_at, diff, leading_markers, markers
+from ..probes import ARG_A, ARG_B, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
 ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls
@@ -119,7 +119,48 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
         if _find_path(value, FN_A) is not None:
             return _json_native(one, two, start, end, value, turn, log)
     t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
+    t = _header_id(pr, one, t, log)
     return _python_literals(pr, r, t, log)
+
+
+def _header_id(pr: Prober, one: str, t: Tools, log: list[str]) -> Tools:
+    """A header built from the name and an index (``functions.fn:0``) is the call's id when the
+    template writes it again as the id its tool response answers: capture it as ``id``."""
+    if not t.index_in_header or t.id_in_header or not t.header_pattern:
+        return t
+    m = re.search(t.header_pattern, one)
+    if not m:
+        return t
+    head = m.group(0)
+    lead = leading_markers(head)
+    tail = head[m.end("name") - m.start() :]
+    ms = markers(tail)
+    cut = tail.find(ms[0]) if ms else len(tail)
+    header_id = head[len(lead) : m.end("name") - m.start() + cut]
+    convo = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
+    answered = pr.try_render(convo + [{"role": "tool", "tool_call_id": ID_A, "name": FN_A, "content": RESULT}])
+    if not header_id.strip() or not answered or RESULT not in answered or answered[answered.find(head) + len(head) :].find(header_id) < 0:
+        return t
+    # The header regex with the id part wrapped: literal prefix, the name, the digits, then the markers.
+    prefix = re.escape(head[len(lead) : m.start("name") - m.start()])
+    suffix = re.sub(r"\d+", r"\\d+", re.escape(tail[:cut]))
+    pattern = re.escape(lead) + "(?P<id>" + prefix + r"(?P<name>[\w.\-/]+)" + suffix + ")" + _tail_pattern(t.header_pattern, tail[cut:])
+    if not re.fullmatch(pattern, head):
+        return t
+    log.append(f"T6 the header {header_id!r} is the id the tool response answers -> {pattern!r}")
+    return dataclasses.replace(t, header_pattern=pattern, id_in_header=True)
+
+
+def _tail_pattern(header_pattern: str, literal_tail: str) -> str:
+    """The regex for the markers after the index: the end of the header pattern that matches them."""
+    for i in range(len(header_pattern)):
+        piece = header_pattern[i:]
+        try:
+            if re.fullmatch(piece, literal_tail):
+                return piece
+        except re.error:
+            continue
+    return re.escape(literal_tail)
 
 
 # ------------------------------------------------------------------------------------------ pythonic
