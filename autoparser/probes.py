@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from itertools import product
 
-from .diff import common_suffix_at, unsplit_prefix
+from .diff import MARKER, common_suffix_at, unsplit_prefix
 from .errors import TemplateError
 from .render import Renderer
 
@@ -217,14 +217,39 @@ class Prober:
         full = self.try_render(convo + [message], gen=False, mode=mode, tools=tools)
         if prompt is None or full is None:
             return None
-        if prompt == self.try_render(convo, gen=False, mode=mode, tools=tools):
+        without = self.try_render(convo, gen=False, mode=mode, tools=tools)
+        if prompt == without:
             # The template appends the next assistant header whether asked or not: the rendered turn
             # ends with it too, and a model stops before it.
             full = full[: len(full) - common_suffix_at(prompt, len(prompt), full, len(full))]
         k = unsplit_prefix(prompt, full)
         if k == len(prompt):
             return Generation(prompt, full[k:], True, "", full)
+        trailed = self._after_trailer(prompt, without, full)
+        if trailed is not None:
+            return Generation(prompt, trailed, True, "", full)
         return Generation(prompt, full[k:], False, prompt[k:], full)
+
+    @staticmethod
+    def _after_trailer(prompt: str, without: str | None, full: str) -> str | None:
+        """The turn a model writes when the template closes every conversation with a fixed trailer
+        (Command R+'s closing system turn) and the generation prompt comes after it: the rendered
+        turn minus the trailer, after the generation prompt, plus the trailer's first marker when it
+        ends the turn rather than opening the next one."""
+        if not without or not prompt.startswith(without) or len(prompt) == len(without):
+            return None
+        header = prompt[len(without):]
+        t = common_suffix_at(without, len(without), full, len(full))
+        trailer = without[len(without) - t :]
+        first = MARKER.match(trailer)
+        if not first or not MARKER.search(trailer, first.end()) or NEEDLE.search(trailer):
+            return None  # only an end-of-turn run, not a trailer
+        body = full[: len(full) - t]
+        i = body.rfind(header, len(without) - t)
+        if i < 0:
+            return None
+        end = "" if header.startswith(first.group(0)) else first.group(0)  # a turn opener is no end
+        return body[i + len(header) :] + end
 
     def generations(self, message: dict, history: list[dict] | None = None, tools=TOOLS) -> list[tuple[dict, Generation]]:
         out = []
