@@ -65,8 +65,9 @@ def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
     for m in [mode] + [x for x in pr.modes if x != mode]:
         empty = pr.generation(assistant(""), m)
         withc = pr.generation(assistant(None, calls=calls), m)
-        if empty and withc and all(c["function"]["name"] in withc.full for c in calls):
-            return diff(empty.full, withc.full).right
+        if withc and all(c["function"]["name"] in withc.full for c in calls):
+            # A template may refuse an empty message (Ministral); the prompt alone is then the baseline.
+            return diff(empty.full if empty else withc.prompt, withc.full).right
     return None
 
 
