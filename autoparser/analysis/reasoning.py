@@ -11,7 +11,7 @@ from itertools import combinations
 import regex as re
 
 from ..diff import MARKER, Diff, diff, leading_markers, markers, trailing_markers
-from ..probes import CONTENT, REASON, Prober, assistant, call
+from ..probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
 from .model import Reasoning
 
 
@@ -69,8 +69,10 @@ def _closer_by_split(pr: Prober, start: str, log: list[str]) -> str:
     if not m:
         return ""
     cand = f"</{m.group(1)}>" if m.group(1) else f"[/{m.group(2)}]"
-    g = pr.generation(assistant(REASON + cand + CONTENT), pr.modes[0])
-    ok = bool(g) and CONTENT in g.full and REASON not in g.full
+    msg = assistant(REASON + cand + CONTENT)
+    g = pr.generation(msg, pr.modes[0])
+    mid = pr.try_render([{"role": "user", "content": USER}, msg, {"role": "user", "content": USER2}], mode=pr.modes[0])
+    ok = any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid))
     log.append(f"R2 end of {start!r} by content split on {cand!r}: {'confirmed' if ok else 'no'}")
     return cand if ok else ""
 
@@ -138,6 +140,12 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
                 forced_open = True
     if start and not end:
         end = _closer_by_split(pr, start, log)
+    if not start and not end:
+        # The prompt ends with an opener that history keeps before the content, and earlier turns
+        # are cut at its closing form (Nemotron Nano v2's always-open <think>).
+        tail = markers(trailing_markers(prompts.get(_m(pr.modes[0]), "")))
+        if tail and (closer := _closer_by_split(pr, tail[-1], log)):
+            start, end, forced_open = tail[-1], closer, True
     if not start and not end:
         mode = "NONE"
     elif not start:

@@ -66,8 +66,10 @@ def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
         empty = pr.generation(assistant(""), m)
         withc = pr.generation(assistant(None, calls=calls), m)
         if withc and all(c["function"]["name"] in withc.full for c in calls):
-            # A template may refuse an empty message (Ministral); the prompt alone is then the baseline.
-            return diff(empty.full if empty else withc.prompt, withc.full).right
+            # A template may refuse an empty message (Ministral) or drop it (Nemotron Nano v2 folds a
+            # last message into the prompt): the prompt alone is then the baseline.
+            dropped = empty is None or withc.prompt.startswith(empty.full)
+            return diff(withc.prompt if dropped else empty.full, withc.full).right
     return None
 
 
@@ -240,6 +242,9 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
         string_args = args_path is not None
     id_path = _find_path(element, ID_A) or ()
     call_start, call_end = one[:start], one[end:]
+    for m in turn.end_markers:  # the turn's end follows the call; it is no part of it
+        if m and m in call_end and call_end[: call_end.find(m)].strip():
+            call_end = call_end[: call_end.find(m)]
     uncovered = []
     name_is_key = bool(name_path) and name_path[-1] == "<key>"
     first_key = next(iter(element)) if isinstance(element, dict) and element else ""
