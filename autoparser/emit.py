@@ -16,6 +16,7 @@ import regex as re
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from .analysis.model import Analysis
+from .diff import MARKER
 from .emit_families import headed_fields
 from .emit_tools import GAPS, tool_field
 
@@ -49,7 +50,12 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if r.mode != "NONE":
         if r.start:
             f = {"open": r.start}
-            if r.end:
+            opener = (t.section_start or t.call_start).strip() if t.format != "NONE" else ""
+            if r.end and r.mode == "TOOLS_ONLY" and MARKER.fullmatch(opener or "-"):
+                # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
+                # Thinking), so the call's opening token also ends it.
+                f["close_pattern"] = f"{re.escape(r.end)}|(?={re.escape(opener)})"
+            elif r.end:
                 f["close"] = r.end
             f["content"] = "text"
             fields[reasoning_field] = f
