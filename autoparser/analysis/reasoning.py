@@ -121,10 +121,9 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     forced_open = forced_closed = False
     for name, pre in prefills.items():
         ms = markers(pre)
-        if not ms and pre.strip() and not start:
-            # Plain-text prefill that history drops (e.g. "Here are my reasoning steps:") opens reasoning.
-            start = pre.strip()
-            forced_open = True
+        if not ms and pre.strip():
+            # A plain-text prefill that history drops ("Here are my reasoning steps:") is words the
+            # model says, not a token: reasoning is what precedes its end (DELIMITER), phrase included.
             continue
         if len(ms) >= 2 and (not end or ms[-1] == end):
             forced_closed = True

@@ -105,7 +105,9 @@ def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
                 gen_prompt = gp
             # A prefill that opens or closes the reasoning belongs to the message, not the anchor.
             cut = len(prompt)
-            for marker in (reasoning.start, reasoning.end):
+            g = pr.generation(assistant(), mode)
+            said = g.dropped.strip() if g and not g.exact and not markers(g.dropped) else ""
+            for marker in (reasoning.start, reasoning.end, said):  # said: a phrase history drops
                 i = prompt.find(marker, len(prompt) - len(gp)) if marker else -1
                 if i >= 0:
                     cut = min(cut, i)
