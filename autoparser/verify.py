@@ -220,8 +220,8 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
 
     ``exact``: the rendered turn continues the prompt. Otherwise the prompt ends with a prefill the
     history rendering leaves out: after a closed reasoning prefill the model goes on with the rest of
-    the turn (``prefill-dropped``); after an open one it writes the reasoning and its end marker first
-    (``synthesized``)."""
+    the turn (``prefill-dropped``); after an open one, or when the turn never closes the reasoning the
+    prompt opened, it writes the reasoning and its end marker first (``synthesized``)."""
     prompt = pr.try_render(msgs, gen=True, mode=mode, tools=VERIFY_TOOLS)
     full = pr.try_render(msgs + [m], gen=False, mode=mode, tools=VERIFY_TOOLS)
     if prompt is None or full is None:
@@ -229,17 +229,20 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     k = _split(prompt, full)
     full = full[: _turn_end(full, k, pr.try_render(msgs + [REF], gen=False, mode=mode, tools=VERIFY_TOOLS))]
     ends = a.turn.end_markers + a.tools.end_markers
-    if k == len(prompt):
-        return prompt, _cut(full[k:], ends), "exact"
     dropped, rest = prompt[k:], full[k:]
     rest = rest[_overlap(dropped, rest):]
     r = a.reasoning
     reasoning = _reasoning(m).strip()
+    # The prompt leaves reasoning open, but the rendered turn never closes it: history dropped the
+    # reasoning (and its end) while keeping the opener (Nemotron Nano v2), or dropped the opener too.
+    opened = bool(r.start and r.end) and prompt.rstrip().endswith(r.start) and r.end not in rest
+    if not dropped and not opened:
+        return prompt, _cut(rest, ends), "exact"
     if r.end and r.end in dropped:  # closed reasoning prefill: the model continues after it
         if reasoning:
             return None
         return prompt, _cut(rest, ends), "prefill-dropped"
-    if r.start and r.end and r.start in dropped:  # open reasoning prefill that history drops
+    if opened or (r.end and (r.start in dropped or not r.start)):  # open reasoning prefill (any, with delimiter-only reasoning)
         if reasoning and reasoning in rest:  # rendered elsewhere, not where a model writes it
             return None
         body = rest if rest.lstrip().startswith(r.end) else f"{r.end}\n\n{rest}"
@@ -309,6 +312,23 @@ def _compare(exp: dict, got: dict, reasoning_field: str) -> dict[str, str]:
     return res
 
 
+_PROBERS: dict = {}
+
+
+def _prober(chat_template: str, special_tokens: dict | None, seconds: float) -> Prober:
+    """A prober per template, kept for the next call (the fuzz suite verifies one message at a time: the
+    prompts and reference turns are then rendered once, not per message). Its render cache is dropped
+    when it grows large."""
+    key = (chat_template, tuple(sorted((k, v) for k, v in (special_tokens or {}).items() if isinstance(v, str))))
+    pr = _PROBERS.get(key)
+    if pr is None or len(pr._cache) > 2000:
+        with budget(seconds, "template"):
+            pr = Prober(Renderer(chat_template, special_tokens))
+        _PROBERS.clear()
+        _PROBERS[key] = pr
+    return pr
+
+
 def verify(chat_template: str, response_template: dict | None = None, special_tokens: dict | None = None, *, analysis: Analysis | None = None, messages=None, reasoning_field: str = "thinking") -> Report:
     """Round-trip ``response_template`` (inferred when not given) on the template's own renderings.
 
@@ -320,10 +340,8 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
         res = api.infer_result(chat_template, special_tokens)
         analysis = analysis or res.analysis
         response_template = response_template or res.template
-    renderer = Renderer(chat_template, special_tokens)
     cases: list[Case] = []
-    with budget(api.TIME_BUDGET, "template"):
-        pr = Prober(renderer)
+    pr = _prober(chat_template, special_tokens, api.TIME_BUDGET)
     for name, m in messages or probe_messages():
         with budget(api.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
             for hist in (False, True):
