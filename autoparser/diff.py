@@ -3,7 +3,7 @@ with boundaries moved so no marker token (``<…>``, ``[…]``, ``<|…|>``, ``<
 
 from __future__ import annotations
 
-import os
+import functools
 from dataclasses import dataclass
 
 import regex as re
@@ -20,8 +20,26 @@ class Diff:
     suffix: str
 
 
-def _marker_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for m in MARKER.finditer(text)]
+@functools.lru_cache(maxsize=512)
+def _marker_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """Cached: an analysis diffs the same few renderings many times."""
+    return tuple(m.span() for m in MARKER.finditer(text))
+
+
+def prefix_len(a: str, b: str) -> int:
+    """Length of the common prefix: ``os.path.commonprefix`` compares character by character in Python;
+    this bisects on slice comparisons, which run in C."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; the first difference is before hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _valid_cut(text: str, pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -45,10 +63,10 @@ def _valid_cut(text: str, pos: int, spans: list[tuple[int, int]]) -> bool:
 def diff(a: str, b: str) -> Diff:
     """Common prefix/suffix of ``a`` and ``b`` with marker-safe boundaries."""
     sa, sb = _marker_spans(a), _marker_spans(b)
-    p = len(os.path.commonprefix([a, b]))
+    p = prefix_len(a, b)
     while p > 0 and not (_valid_cut(a, p, sa) and _valid_cut(b, p, sb)):
         p -= 1
-    s = min(len(os.path.commonprefix([a[::-1], b[::-1]])), len(a) - p, len(b) - p)
+    s = min(prefix_len(a[::-1], b[::-1]), len(a) - p, len(b) - p)
     while s > 0 and not (_valid_cut(a, len(a) - s, sa) and _valid_cut(b, len(b) - s, sb)):
         s -= 1
     return Diff(a[:p], a[p : len(a) - s], b[p : len(b) - s], a[len(a) - s :])
@@ -90,7 +108,7 @@ def common_prefix_at(a: str, i: int, b: str, j: int, limit_a: int | None = None,
     """Length of the common text starting at ``a[i:]`` and ``b[j:]``, ending on a marker-safe cut."""
     ea = len(a) if limit_a is None else limit_a
     eb = len(b) if limit_b is None else limit_b
-    n = len(os.path.commonprefix([a[i:ea], b[j:eb]]))
+    n = prefix_len(a[i:ea], b[j:eb])
     sa, sb = _marker_spans(a), _marker_spans(b)
     while n > 0 and not (_valid_cut(a, i + n, sa) and _valid_cut(b, j + n, sb)):
         n -= 1
@@ -100,7 +118,7 @@ def common_prefix_at(a: str, i: int, b: str, j: int, limit_a: int | None = None,
 def unsplit_prefix(a: str, b: str) -> int:
     """Length of the common prefix of ``a`` and ``b``, backed off so it cuts no marker in either; words
     may be cut (a generation prompt can end inside a word the model continues)."""
-    p = len(os.path.commonprefix([a, b]))
+    p = prefix_len(a, b)
     for text in (a, b):
         for s, e in _marker_spans(text):
             if s < p < e:
@@ -110,7 +128,7 @@ def unsplit_prefix(a: str, b: str) -> int:
 
 def common_suffix_at(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 0) -> int:
     """Length of the common text ending at ``a[:i]`` and ``b[:j]``, starting on a marker-safe cut."""
-    n = len(os.path.commonprefix([a[start_a:i][::-1], b[start_b:j][::-1]]))
+    n = prefix_len(a[start_a:i][::-1], b[start_b:j][::-1])
     sa, sb = _marker_spans(a), _marker_spans(b)
     while n > 0 and not (_valid_cut(a, i - n, sa) and _valid_cut(b, j - n, sb)):
         n -= 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..diff import MARKER, markers
+from ..diff import MARKER, markers, prefix_len
 from ..errors import AnalysisError, TemplateError
 from ..probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Reasoning, Turn
@@ -55,10 +55,7 @@ def generation_prompt(pr: Prober, mode: dict, history: list[dict] | None = None)
         without = pr.render(convo, gen=False, mode=mode)
     except TemplateError:
         return None
-    k = 0
-    while k < min(len(with_gp), len(without)) and with_gp[k] == without[k]:
-        k += 1
-    return with_gp, with_gp[k:]
+    return with_gp, with_gp[prefix_len(with_gp, without):]
 
 
 def anchor_for(prompt: str, cut: int, gp_start: int) -> str:
