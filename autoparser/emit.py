@@ -21,6 +21,41 @@ from .emit_families import headed_fields
 from .emit_tools import GAPS, tool_field
 
 
+WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
+
+
+def bounded_whitespace(pattern: str) -> str:
+    """``\\s*`` -> ``\\s{0,64}`` (and ``\\s+`` -> ``\\s{1,64}``) outside character classes. The streaming
+    parser searches every delimiter with ``partial=True``, and the ``regex`` module then tries an unbounded
+    leading ``\\s*`` at every space of the text: 25 KB of prose took 17 ms per search, bounded 0.02 ms."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            if not in_class and pattern[i + 1] == "s" and pattern[i + 2 : i + 3] in ("*", "+"):
+                out.append(r"\s{0,%d}" % WS_RUN if pattern[i + 2] == "*" else r"\s{1,%d}" % WS_RUN)
+                i += 3
+                continue
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                out.append(c)
+                i += 1
+                c = pattern[i]
+            if pattern[i + 1 : i + 2] == "]":  # a leading ] is a member
+                out.append(c)
+                i += 1
+                c = pattern[i]
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def with_gaps(marks, gaps=GAPS) -> list[str]:
     out: list[str] = []
     for m in marks:
@@ -102,6 +137,10 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     else:
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")
+    for f in fields.values():
+        for key in ("open_pattern", "close_pattern"):
+            if key in f:
+                f[key] = bounded_whitespace(f[key])
     spec["fields"] = fields
     load_response_template(spec)  # raises ValueError if transformers would refuse it
     return spec, warnings
