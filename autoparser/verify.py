@@ -1,9 +1,10 @@
 """Self-verification: the round trip of BRIEF §4 on the template's own renderings.
 
 For each probe message M and each thinking mode, render the prompt and the conversation ending in
-M; the text after the prompt, cut after the end-of-turn marker, is what a model would generate.
-Parsing it with the response_template (prefix = the prompt), one-shot and streamed in small chunks,
-must give back every field of M that the template rendered."""
+M; the text after the prompt, cut after the end-of-turn marker, is what a model would generate
+(``_generation``). Parsing it with the response_template (prefix = the prompt), one-shot and streamed
+in small chunks, must give back every field of M that the template rendered (``_expected``): no more,
+since templates trim, drop and truncate fields, and no less, since that would hide a parser bug."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def _call(name, args, id):
 def probe_messages() -> list[tuple[str, dict]]:
     w1 = _call("get_weather", {"city": "Paris", "days": 3, "metric": True}, "call00001")
     w2 = _call("get_weather", {"city": "Zürich", "days": 1, "metric": False}, "call00002")
-    q = _call("run_query", {"query": AWKWARD, "limit": 2.5, "options": {"nested": {"deep": [1, 2, {"x": "y"}]}, "flag": None}, "tags": ["a", "b c"]}, "call00003")
+    q = _call("run_query", {"query": AWKWARD, "limit": 2.5, "options": {"nested": {"deep": [1, 2, {"x": "y"}]}, "rows": [{"a": 1}, {"b": "}, {"}], "flag": None}, "tags": ["a", "b c"]}, "call00003")
     return [
         ("content", assistant("Hello! Here is some code:\n```python\nprint({'a': 1})\n```\nBye.")),
         ("awkward content", assistant(AWKWARD)),
@@ -159,6 +160,7 @@ def _norm_calls(calls) -> list:
 
 
 def _cut(text: str, ends: tuple[str, ...]) -> str:
+    """``text`` up to and including the earliest end marker (the analysis' end-of-turn tokens)."""
     best = None
     for e in ends:
         i = text.find(e)
@@ -202,8 +204,8 @@ REF = assistant("QXVERIFYREFQX")
 def _turn_end(full: str, start: int, ref: str | None) -> int:
     """Where a model stops: before what the rendering appends after any assistant turn (found as the
     common tail with a reference turn), keeping that tail's first marker, the end-of-turn token. Without
-    this, a template that opens the next header after the last turn would feed it to the parser; the
-    analysis' own end markers cut the text too (``_cut``), so a wrong one cannot hide behind this."""
+    this, a template that opens the next header after every turn would feed it to the parser when the
+    analysis found no end marker; ``_cut`` then cuts at the earliest end marker the analysis found."""
     if ref is None:
         return len(full)
     cut = max(len(full) - common_suffix_at(full, len(full), ref, len(ref)), start)
@@ -365,6 +367,9 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
     return Report(cases)
 
 
+FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "tool_calls"}
+
+
 def _check(case: Case, response_template: dict, reasoning_field: str) -> None:
     """Parse the generated text one-shot and streamed; mark the case and each field pass or fail."""
     try:
@@ -372,6 +377,7 @@ def _check(case: Case, response_template: dict, reasoning_field: str) -> None:
         case.streamed = stream_parse(response_template, case.generated, case.prompt, VERIFY_TOOLS)
     except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
         case.status, case.error = "fail", f"{type(e).__name__}: {e}"
+        case.fields = {FIELD_NAMES[k]: "fail" for k in case.expected}
         return
     f1 = _compare(case.expected, case.parsed, reasoning_field)
     f2 = _compare(case.expected, case.streamed, reasoning_field)
