@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import MappingView
+from collections.abc import Iterator, MappingView
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -89,17 +89,33 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
     """Roughly how many characters ``str(x)`` would produce, counting no further than past ``limit``.
 
     Containers are cheap to build by reference (``[s] * 1000`` holds one string) but printing, joining or
-    serialising them is one C call; this walk is Python, so the watchdog can stop it, and it stops early."""
+    serialising them is one C call; this walk is Python, so the watchdog can stop it, and it stops early.
+    During a render, complete walks are remembered by identity (the same messages and tools are weighed at
+    every macro call and method result); a mutating method call forgets them all (``_forget``). Walks that
+    meet a namespace are not remembered: its attributes change without a call."""
     if type(x) in _ATOMS:
         return len(x) if type(x) is str else 8
-    total, stack = 0, [x]
+    memo = getattr(_local, "memo", None)
+    if memo is not None:
+        hit = memo.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+    total, stack, keep = 0, [x], memo is not None
     pop, push = stack.pop, stack.extend
     while stack:
         v = pop()
         t = type(v)
         if t is str or isinstance(v, (str, bytes)):
             total += len(v)
-        elif t is dict or isinstance(v, dict):
+            continue
+        if memo is not None and v is not x and (t is dict or t is list):
+            hit = memo.get(id(v))
+            if hit is not None and hit[0] is v:
+                total += hit[1]
+                if total > limit:
+                    break
+                continue
+        if t is dict or isinstance(v, dict):
             total += 2 + 2 * len(v)
             push(itertools.islice(itertools.chain.from_iterable(v.items()), limit))
         elif t is list or isinstance(v, (list, tuple, set, frozenset, MappingView)):
@@ -107,17 +123,36 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
             push(itertools.islice(v, limit))
         elif isinstance(v, jinja2.utils.Namespace):
             stack.append(getattr(v, "_Namespace__attrs", None))
+            keep = False
         else:
             total += 8
         if total > limit:
             break
+    if keep and total <= limit and not stack:  # complete: exact
+        if len(memo) >= 4096:
+            memo.clear()
+        memo[id(x)] = (x, total)  # holding x keeps its id from being reused
     return total
+
+
+def _forget() -> None:
+    """A template called a method that may mutate a list, dict or set: remembered weights may be stale."""
+    memo = getattr(_local, "memo", None)
+    if memo:
+        memo.clear()
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def _check(x: Any, what: str = "a value") -> Any:
+    t = type(x)
+    if t is str:  # the common cases first: this runs on every call, argument, filter and output
+        if len(x) > MAX_OUTPUT:
+            _limit(len(x), what)
+        return x
+    if t in _ATOMS:
+        return x
     if isinstance(x, str):
         _limit(len(x), what)
     elif not isinstance(x, (int, float, type(None))):
@@ -184,6 +219,8 @@ def _str_method(s: str, name: str, args: tuple, kwargs: dict) -> tuple:
 
 
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+_PURE = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "isdisjoint", "issubset", "issuperset",
+                   "union", "intersection", "difference", "symmetric_difference"})  # methods that mutate nothing
 
 
 def _filter_checks() -> dict:
@@ -330,7 +367,10 @@ def _bounded(base: type) -> type:
                         size = _weight(seq, MAX_OUTPUT // n + 1) * n
                         if size > MAX_OUTPUT:
                             raise TemplateError(f"template builds a sequence of {size} items (limit {MAX_OUTPUT})")
-            if operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+            if operator == "+" and type(left) is str and type(right) is str:
+                if len(left) + len(right) > MAX_OUTPUT:
+                    raise TemplateError(f"template builds a value over {MAX_OUTPUT} characters")
+            elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
                 if _weight(left) + _weight(right) > MAX_OUTPUT:
                     raise TemplateError(f"template builds a value over {MAX_OUTPUT} characters")
             if operator == "%" and isinstance(left, str):
@@ -344,8 +384,10 @@ def _bounded(base: type) -> type:
             owner, name = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "")
             if isinstance(owner, str):
                 args = _str_method(owner, name, args, kwargs)
-            elif isinstance(owner, (list, dict, set)) and name in _GROWING:
-                _limit(_weight(owner) + sum(_weight(a) for a in (*args, *kwargs.values())), "a collection")
+            elif isinstance(owner, (list, dict, set)) and name not in _PURE:
+                _forget()
+                if name in _GROWING:
+                    _limit(_weight(owner) + sum(_weight(a) for a in (*args, *kwargs.values())), "a collection")
             return _check(super().call(__context, __obj, *args, **kwargs))
 
         def wrap_str_format(self, value):
@@ -372,7 +414,19 @@ def _raise_exception(message):
 
 
 def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    """transformers' ``tojson``; iterators (``tools|map(...)`` is a generator) serialise as lists, within
+    ``MAX_OUTPUT`` all told, where transformers raises. Anything it serialises comes out the same."""
+    seen = [0]
+
+    def as_list(o):
+        if not isinstance(o, Iterator):
+            raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+        items = list(itertools.islice(o, MAX_OUTPUT + 1))
+        seen[0] += _weight(items)
+        _limit(seen[0] * (1 + (indent if isinstance(indent, int) and indent > 0 else len(indent or ""))), "a value")
+        return items
+
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys, default=as_list)
 
 
 def _strftime_now(fmt):
@@ -437,50 +491,83 @@ def _rss() -> int:
         return 0
 
 
+class _Watchdog:
+    """One daemon thread per process watches every active budget: starting a thread per budget cost more than
+    a whole analysis's renders. It sleeps while no budget is active."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.active: dict[int, list] = {}  # token -> [thread id, deadline, start rss, message if time, message if memory]
+        self.thread: threading.Thread | None = None
+        self.fired: dict[int, str] = {}
+
+    def add(self, token: int, entry: list) -> None:
+        with self.lock:
+            self.active[token] = entry
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, daemon=True, name="autoparser-watchdog")
+                self.thread.start()
+            self.wake.notify()
+
+    def remove(self, token: int) -> str | None:
+        """Stop watching; the reason if the watchdog fired (under the lock, so it cannot fire after this)."""
+        with self.lock:
+            self.active.pop(token, None)
+            return self.fired.pop(token, None)
+
+    def _run(self) -> None:
+        with self.lock:
+            while True:
+                if not self.active:
+                    self.wake.wait()
+                    continue
+                self.wake.wait(0.005)
+                now, rss = time.monotonic(), None
+                for token, (target, deadline, start_rss, late, hungry) in list(self.active.items()):
+                    reason = None
+                    if now > deadline:
+                        reason = late
+                    elif start_rss:
+                        rss = _rss() if rss is None else rss
+                        if rss - start_rss > MAX_GROWTH:
+                            reason = hungry
+                    if reason:
+                        del self.active[token]
+                        self.fired[token] = reason
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(RenderTimeout))
+
+
+_watchdog = _Watchdog()
+if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, and its lock may be held
+    os.register_at_fork(after_in_child=lambda: globals().__setitem__("_watchdog", _Watchdog()))
+_tokens = itertools.count()
+
+
 @contextmanager
 def budget(seconds: float, what: str = "template", *, doing: str = "render"):
     """Bound the enclosed work by wall time and memory growth.
 
-    A watchdog thread injects ``RenderTimeout`` into this thread when the deadline passes or resident
-    memory grows by more than ``MAX_GROWTH``; jinja's compiled code is Python, so the exception lands at
-    the next bytecode. Nested budgets are no-ops (the outer one governs).
+    The watchdog injects ``RenderTimeout`` into this thread when the deadline passes or resident memory
+    grows by more than ``MAX_GROWTH``; jinja's compiled code is Python, so the exception lands at the next
+    bytecode. Nested budgets are no-ops (the outer one governs).
     """
     if getattr(_local, "active", False):
         yield
         return
     _local.active = True
-    target = threading.get_ident()
-    done = threading.Event()
-    fired: list[str] = []
-    lock = threading.Lock()
-    start_rss = _rss()
-    deadline = time.monotonic() + seconds
-
-    def watch():
-        while not done.wait(0.005):
-            reason = None
-            if time.monotonic() > deadline:
-                reason = f"{what} took longer than {seconds:g} s to {doing}"
-            elif start_rss and _rss() - start_rss > MAX_GROWTH:
-                reason = f"{what} used more than {MAX_GROWTH >> 20} MB of memory to {doing}"
-            if reason:
-                with lock:
-                    if done.is_set():
-                        return
-                    fired.append(reason)
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(RenderTimeout))
-                return
-
-    watcher = threading.Thread(target=watch, daemon=True, name="autoparser-watchdog")
-    watcher.start()
+    token, dog = next(_tokens), _watchdog
+    entry = [threading.get_ident(), time.monotonic() + seconds, _rss(),
+             f"{what} took longer than {seconds:g} s to {doing}", f"{what} used more than {MAX_GROWTH >> 20} MB of memory to {doing}"]
+    fired = None
     try:
         try:
+            dog.add(token, entry)
             yield
         finally:
-            with lock:
-                done.set()
+            fired = dog.remove(token)
     except RenderTimeout:
-        raise TemplateError(fired[0] if fired else f"{what} exceeded its budget") from None
+        raise TemplateError(fired or f"{what} exceeded its budget") from None
     finally:
         _local.active = False
 
@@ -548,6 +635,7 @@ class Renderer:
         return out
 
     def _render(self, msgs, tools, add_generation_prompt, context) -> str:
+        _local.memo = {}
         try:
             try:
                 out = self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)
@@ -570,4 +658,6 @@ class Renderer:
             raise TemplateError("template ran out of memory", self.where) from None
         except Exception as e:  # noqa: BLE001 - untrusted code may raise anything
             raise TemplateError(f"template failed: {type(e).__name__}: {e}", self.where) from None
+        finally:
+            _local.memo = None
         return out
