@@ -37,12 +37,13 @@ def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         close_tail = _flex(end)
         field = {
             "open_pattern": rf"(?:{sec}\s*\[\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
-            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}|(?=,\s*\{{))",
+            # The next call is ``, {"name": {`` : an object inside the arguments rarely looks like that.
+            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
             "repeats": True,
             "content": "json",
             "transform": _call_transform("{name}", "{content}", None),
         }
-        warnings.append("function name is the JSON key: calls are split with a pattern that a literal ', {\"' in content can also trigger")
+        warnings.append("function name is the JSON key: calls are split where '}, {\"key\": {' follows, which an argument value shaped like a call can also trigger")
         return field, warnings
     prefix = "" if t.array_wrapped else "content."
     dotted = lambda path: "{" + prefix + ".".join(path) + "}"  # noqa: E731

@@ -47,7 +47,7 @@ VERIFY_TOOLS = [
                 "properties": {
                     "query": {"type": "string", "description": "Query text"},
                     "limit": {"type": "number", "description": "Maximum rows"},
-                    "options": {"type": "object", "description": "Extra options"},
+                    "options": {"type": "object", "description": "Extra options", "additionalProperties": {}},
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags"},
                 },
                 "required": ["query"],
@@ -229,8 +229,12 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     if prompt is None or full is None:
         return None
     k = _split(prompt, full)
-    full = full[: _turn_end(full, k, pr.try_render(msgs + [REF], gen=False, mode=mode, tools=VERIFY_TOOLS))]
     ends = a.turn.end_markers + a.tools.end_markers
+    if k < len(prompt):  # a template that closes every conversation with a fixed trailer (Command R+)
+        trailed = Prober._after_trailer(prompt, pr.try_render(msgs, gen=False, mode=mode, tools=VERIFY_TOOLS), full)
+        if trailed is not None:
+            return prompt, _cut(trailed, ends), "exact"
+    full = full[: _turn_end(full, k, pr.try_render(msgs + [REF], gen=False, mode=mode, tools=VERIFY_TOOLS))]
     dropped, rest = prompt[k:], full[k:]
     rest = rest[_overlap(dropped, rest):]
     r = a.reasoning
@@ -250,6 +254,16 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
         body = rest if rest.lstrip().startswith(r.end) else f"{r.end}\n\n{rest}"
         return prompt, _cut(f"{reasoning}\n{body}", ends), "synthesized"
     return None
+
+
+def _said(prompt: str, a: Analysis) -> str:
+    """With delimiter-only reasoning, the words between the start anchor and the end of the prompt
+    (Apriel's "Here are my reasoning steps:") are the start of the reasoning the parser reads."""
+    if a.reasoning.mode != "DELIMITER":
+        return ""
+    ends = [prompt.rfind(x) + len(x) for x in a.turn.anchors if x in prompt]
+    tail = prompt[max(ends):] if ends else ""
+    return "" if MARKER.search(tail) else tail.strip()
 
 
 ALT = "QXVERIFYALTQX"
@@ -355,6 +369,9 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
                         continue
                     prompt, text, how = got
                     exp = _expected(pr, analysis, msgs, m, mode, text)
+                    said = _said(prompt, analysis) if how == "synthesized" else ""
+                    if said:  # a phrase the prompt prefills ahead of delimiter-only reasoning is part of it
+                        exp["thinking"] = (said + "\n" + exp.get("thinking", "")).strip()
                     if exp:
                         mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
                         cases.append(Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp))
