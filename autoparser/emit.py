@@ -16,7 +16,7 @@ import regex as re
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from .analysis.model import Analysis
-from .diff import MARKER
+from .diff import MARKER, markers
 from .emit_families import headed_fields
 from .emit_tools import GAPS, tool_field
 
@@ -112,6 +112,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
     # A prompt that prefills only the reasoning's end (thinking switched off) leaves it to the parser.
     followers += [r.end] if r.mode != "NONE" and r.end and r.start else []
+    # A model may repeat the generation prompt's last token (Command R+'s <|CHATBOT_TOKEN|>).
+    for anchor in a.turn.anchors:
+        last = markers(anchor.rstrip())[-1:]
+        if last and anchor.rstrip().endswith(last[0]) and last[0] not in followers:
+            followers.append(last[0])
     if c.mode == "ALWAYS_WRAPPED":
         f = {"open": c.start}
         close = with_gaps(([c.end] if c.end else []) + ends)
