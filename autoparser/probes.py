@@ -94,6 +94,8 @@ class Prober:
         self.r = renderer
         self.style = Style()
         self._cache: dict = {}
+        self._renders: dict = {}  # (messages as rendered, tools, switches the template reads) -> text or error
+        self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.modes = self._thinking_modes()
         self._pick_empty_content()
@@ -101,7 +103,31 @@ class Prober:
 
     def _render(self, msgs: list[dict], tools=None, **kw) -> str:
         """Render; a template that reads the tools under another name (``'functions' is undefined``)
-        gets them bound to that name too, as JSON text."""
+        gets them bound to that name too, as JSON text.
+
+        Renders are remembered by the messages as rendered: probes and message styles often come to
+        the same input. A switch (``enable_thinking``, ``add_generation_prompt``) whose name the source
+        never spells cannot change the rendering (Jinja reads variables by literal name only), so it
+        is left out of the key."""
+        key = (repr(msgs), "probe" if tools is TOOLS else repr(tools), tuple(sorted((k, v) for k, v in kw.items() if self._read(k))))
+        hit = self._renders.get(key)
+        if hit is None:
+            try:
+                hit = self._render_new(msgs, tools, kw)
+            except TemplateError as e:
+                hit = e
+            self._renders[key] = hit
+        if isinstance(hit, TemplateError):
+            raise hit
+        return hit
+
+    def _read(self, name: str) -> bool:
+        r = self._reads.get(name)
+        if r is None:
+            r = self._reads[name] = name in self.r.source
+        return r
+
+    def _render_new(self, msgs: list[dict], tools, kw: dict) -> str:
         while True:
             try:
                 return self.r.render(msgs, tools=tools, **kw, **{n: json.dumps(tools or [], ensure_ascii=False) for n in self.tool_vars})
@@ -115,12 +141,12 @@ class Prober:
         """Prefer ``content: None`` with tool calls unless the template prints it ("None", "null")."""
         msgs = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
         try:
-            with_none = self._render(self._adapt(msgs, Style(True)), tools=TOOLS)
+            with_none = self._render(self._adapt(msgs, Style(True)), tools=TOOLS, add_generation_prompt=False)
         except TemplateError:
             self.style = Style(False)
             return
         try:
-            with_empty = self._render(self._adapt(msgs, Style(False)), tools=TOOLS)
+            with_empty = self._render(self._adapt(msgs, Style(False)), tools=TOOLS, add_generation_prompt=False)
         except TemplateError:
             return
         d = len(with_none) - len(with_empty)
@@ -134,13 +160,13 @@ class Prober:
         chunked = Style(self.style.none_content_with_calls, self.style.string_arguments, self.style.system, True)
         for mode in self.modes:
             try:
-                if REASON in self._render(self._adapt(msgs, self.style), tools=TOOLS, **mode):
+                if REASON in self._render(self._adapt(msgs, self.style), tools=TOOLS, add_generation_prompt=False, **mode):
                     return
             except TemplateError:
                 pass
         for mode in self.modes:
             try:
-                out = self._render(self._adapt(msgs, chunked), tools=TOOLS, **mode)
+                out = self._render(self._adapt(msgs, chunked), tools=TOOLS, add_generation_prompt=False, **mode)
                 if REASON in out and CONTENT in out and "'type'" not in out and '"type": "thinking"' not in out:
                     self.style = chunked  # the chunk itself rendered, not its repr
                     return
@@ -172,7 +198,7 @@ class Prober:
 
     def render(self, msgs: list[dict], gen: bool = False, mode: dict | None = None, tools: list | None = TOOLS) -> str:
         """Render with the remembered style, trying the other styles if the template refuses."""
-        key = (json.dumps(msgs, sort_keys=True), gen, json.dumps(mode or {}, sort_keys=True), tools is None)
+        key = (repr(msgs), gen, repr(sorted((mode or {}).items())), tools is None)
         if key in self._cache:
             hit = self._cache[key]
             if isinstance(hit, TemplateError):
