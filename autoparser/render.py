@@ -100,6 +100,20 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
         hit = memo.get(id(x))
         if hit is not None and hit[0] is x:
             return hit[1]
+    if type(x) is dict and len(x) <= 16:  # most weighed values are messages: small dicts of atoms
+        total = 2 + 2 * len(x)
+        for k, v in x.items():
+            tk, tv = type(k), type(v)
+            if tk not in _ATOMS or tv not in _ATOMS:
+                break
+            total += (len(k) if tk is str else 8) + (len(v) if tv is str else 8)
+        else:
+            if total <= limit:  # else the walk below gives the count it stops at
+                if memo is not None:
+                    if len(memo) >= 4096:
+                        memo.clear()
+                    memo[id(x)] = (x, total)
+                return total
     total, stack, keep = 0, [x], memo is not None
     pop, push = stack.pop, stack.extend
     while stack:
