@@ -4,7 +4,8 @@ Choices that matter for correctness (see transformers' chat_parsing):
 - The implicit ``content`` field overwrites its value each time it closes, so whitespace between
   explicit regions must never open it: delimiters get literal variants that absorb the gaps the
   template renders.
-- Literal delimiters stream with zero hold-back; regexes are used only where a name must be captured.
+- Literal delimiters stream with zero hold-back; regexes are used only where a name must be captured,
+  or where a literal list is rewritten as an equivalent, faster regex (``factored``).
 - Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform or join, so
   vLLM and SGLang serve the same template.
 """
@@ -54,6 +55,29 @@ def bounded_whitespace(pattern: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def factored(literals: list[str]) -> str | None:
+    """A regex matching exactly what transformers' compiled literal list matches (the longest literal
+    at the leftmost start), for a list that is every gap times every marker: ``(?:\n\n|\n)?(?:A|B)``.
+
+    Only for lists where one literal extends another: transformers then holds a match at the buffer
+    edge as it does for any regex, so the rewrite streams the same. It scans 10-15x faster: the
+    ``regex`` module finds a required literal first, which an alternation whose branches start with
+    different characters (``\n<turn|>|<turn|>``) defeats. None when the list has another shape."""
+    lits = list(dict.fromkeys(literals))
+    if not any(a != b and a.startswith(b) for a in lits for b in lits):
+        return None
+    split = [(x[: len(x) - len(x.lstrip())], x.lstrip()) for x in lits]
+    gaps = list(dict.fromkeys(g for g, _ in split))
+    cores = list(dict.fromkeys(c for _, c in split))
+    if not all(cores) or {g + c for g in gaps for c in cores} != set(lits):
+        return None
+    esc = lambda x: re.escape(x).replace("\\\n", r"\n").replace("\\\t", r"\t").replace("\\\r", r"\r")  # noqa: E731
+    alt = lambda xs: "|".join(esc(x) for x in sorted(xs, key=len, reverse=True))  # noqa: E731
+    head = [g for g in gaps if g]
+    pattern = f"(?:{alt(head)}){'?' if '' in gaps else ''}" if head else ""
+    return pattern + f"(?:{alt(cores)})"
 
 
 def with_gaps(marks, gaps=GAPS) -> list[str]:
@@ -142,7 +166,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     else:
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")
-    for f in fields.values():
+    for name, f in fields.items():
+        for key in ("open", "close"):
+            if isinstance(f.get(key), list) and (pattern := factored(f[key])):
+                f = {(k + "_pattern" if k == key else k): (pattern if k == key else v) for k, v in f.items()}
+        fields[name] = f
         for key in ("open_pattern", "close_pattern"):
             if key in f:
                 f[key] = bounded_whitespace(f[key])
