@@ -315,9 +315,48 @@ def _guard_filter(name: str, f):
     return guarded
 
 
+def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
+    """jinja's code generator searches the tree for kinds of node chat templates rarely hold: the whole
+    template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and names
+    to find an assignment to ``loop``), a third of the compile. One walk records which kinds occur; on
+    the nodes searched, a search for a kind that never occurs returns nothing at once. The tree is the
+    code generator's alone (``from_string`` drops it)."""
+    kinds, searched, loop_store = set(), [root], False
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        kinds.add(t)
+        if t is jinja2.nodes.For or t is jinja2.nodes.Assign:
+            searched.append(n)
+        elif t is jinja2.nodes.Name and n.ctx == "store" and n.name == "loop":
+            loop_store = True
+        for f in n.fields:
+            v = getattr(n, f, None)
+            if isinstance(v, jinja2.nodes.Node):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, jinja2.nodes.Node))
+
+    def absent(node_type) -> bool:
+        return not any(issubclass(k, node_type) for k in kinds)
+
+    for n in searched:
+        def find_all(node_type, _real=n.find_all, _loop=type(n) is jinja2.nodes.For):
+            if absent(node_type) or (_loop and node_type is jinja2.nodes.Name and not loop_store):
+                return iter(())  # a for loop searches its names only for a store to ``loop``
+            return _real(node_type)
+
+        n.find_all = find_all
+
+
 class _CodeGenerator(CodeGenerator):
     """jinja's code generator minus compile-time evaluation (it would run outside the budget and the guards),
     with ``~`` operands checked before they are joined."""
+
+    def visit_Template(self, node, frame=None):
+        _skip_empty_searches(node)
+        super().visit_Template(node, frame)
 
     def _output_child_to_const(self, node, frame, finalize):
         if not isinstance(node, jinja2.nodes.TemplateData):
