@@ -212,7 +212,7 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
     print(f"{'template':40} {'text':9} {'KB':>5} {'one-shot':>8} {'stream':>7} {'hand 1s':>7} {'hand st':>7} "
           f"{'ratio 1s':>8} {'ratio st':>8} {'held':>5} {'delim':>5}")
     msgs = long_messages()
-    ratios, holds, over = [], [], []
+    ratios, holds, over, by_design = [], [], [], []
     for name, src in templates:
         try:
             res = api.infer_result(src, TOKENS)
@@ -237,7 +237,12 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
             ours, held = streamed(template, prompt, text)
             holds.append(held)
             if held > longest:
-                over.append(f"{name} ({label}): {held} > {longest}")
+                # Reasoning with only an end marker holds the stream until that marker decides what the
+                # text is (the emitter warns so); the format cannot reclassify text already streamed.
+                if any("held back until" in w for w in res.warnings):
+                    by_design.append(f"{name} ({label}): {held} > {longest}, reasoning has only an end marker")
+                else:
+                    over.append(f"{name} ({label}): {held} > {longest}")
             line = f"{name[:40]:40} {label:9} {kb:5.0f} {kb / 1e3 / t1:8.2f} {kb / 1e3 / ts:7.2f}"
             if hand is not None:
                 h1 = median_time(lambda: one_shot(hand, prompt, text), repeats)
@@ -257,6 +262,8 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
     print(f"hold-back: max {max(holds) if holds else 0} characters; over the longest delimiter: {len(over)}")
     for o in over:
         print(f"  {o}")
+    for o in by_design:
+        print(f"  by design: {o}")
     return {"ratio_min": min((min(r) for r in ratios), default=None), "held_over": len(over)}
 
 
