@@ -318,9 +318,10 @@ def _guard_filter(name: str, f):
 def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
     """jinja's code generator searches the tree for kinds of node chat templates rarely hold: the whole
     template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and names
-    to find an assignment to ``loop``), a third of the compile. One walk records which kinds occur; on
-    the nodes searched, a search for a kind that never occurs returns nothing at once. The tree is the
-    code generator's alone (``from_string`` drops it)."""
+    to find an assignment to ``loop``), and its visitors re-read every node's children through generators;
+    together a third of the compile. One walk records which kinds occur and each node's children; a search
+    for a kind that never occurs returns nothing at once. Same generated code; the tree is the code
+    generator's alone (``from_string`` drops it)."""
     kinds, searched, loop_store = set(), [root], False
     stack = [root]
     while stack:
@@ -331,12 +332,19 @@ def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
             searched.append(n)
         elif t is jinja2.nodes.Name and n.ctx == "store" and n.name == "loop":
             loop_store = True
+        children = []
         for f in n.fields:
             v = getattr(n, f, None)
             if isinstance(v, jinja2.nodes.Node):
-                stack.append(v)
+                children.append(v)
             elif isinstance(v, list):
-                stack.extend(x for x in v if isinstance(x, jinja2.nodes.Node))
+                children.extend(x for x in v if isinstance(x, jinja2.nodes.Node))
+        stack.extend(children)
+
+        def iter_child_nodes(exclude=None, only=None, _children=children, _real=n.iter_child_nodes):
+            return iter(_children) if exclude is None and only is None else _real(exclude, only)
+
+        n.iter_child_nodes = iter_child_nodes  # every visitor walks the children; read them once
 
     def absent(node_type) -> bool:
         return not any(issubclass(k, node_type) for k in kinds)
