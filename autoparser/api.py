@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 from . import workarounds as wa
@@ -63,6 +64,9 @@ def infer_result(chat_template: str, special_tokens: dict | None = None, *, wher
         template, warnings = emit(a, reasoning_field)
     except ValueError as e:
         raise AnalysisError(f"emitted template rejected by transformers: {e}", where) from None
+    for name in ("bos_token", "eos_token"):
+        if re.search(rf"\b{name}\b", chat_template) and not (special_tokens or {}).get(name):
+            warnings.append(f"the template reads {name}, which was not given, so it rendered empty; markers it writes may be missing (CLI: --token {name}=...)")
     leaked = sorted(set(probe_text(json.dumps(template, ensure_ascii=False))))
     if leaked:  # an analysis bug: a delimiter copied from one probe conversation
         warnings.append(f"probe text {', '.join(leaked)} in the template; it will not match real output")

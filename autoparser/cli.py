@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -55,10 +56,22 @@ def _naming(where: str):
         raise
 
 
+def _tokens(src, pairs: list[str]) -> dict:
+    """The source's special tokens plus ``--token NAME=VALUE`` (a bare .jinja file carries none)."""
+    tokens = dict(src.special_tokens or {})
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise AutoparserError(f"--token wants NAME=VALUE, got {pair!r}")
+        tokens[name.strip()] = value
+    return tokens
+
+
 def _cmd_infer(args) -> int:
     from .api import infer_result
 
     src = _resolve(args.source, args.revision, args.template)
+    src = dataclasses.replace(src, special_tokens=_tokens(src, args.token))
     with _naming(src.where):
         res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field)
         if args.explain:
@@ -89,6 +102,7 @@ def _cmd_verify(args) -> int:
     from .verify import verify
 
     src = _resolve(args.source, args.revision, args.template)
+    src = dataclasses.replace(src, special_tokens=_tokens(src, args.token))
     rt = None
     if args.response_template:
         try:
@@ -122,12 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--explain", action="store_true", help="print each comparison and conclusion on stderr")
     i.add_argument("--verify", action="store_true", help="round-trip the result on the template's own renderings")
     i.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
+    token_help = "a special token the template reads, e.g. eos_token='</s>' (repeatable; model dirs and Hub ids bring theirs)"
+    i.add_argument("--token", action="append", metavar="NAME=VALUE", help=token_help)
     i.set_defaults(func=_cmd_infer)
     v = sub.add_parser("verify", help="round-trip a response_template on the chat template's renderings")
     v.add_argument("source")
     v.add_argument("--template")
     v.add_argument("--revision")
     v.add_argument("--response-template", help="JSON file to verify instead of the inferred one")
+    v.add_argument("--token", action="append", metavar="NAME=VALUE", help=token_help)
     v.set_defaults(func=_cmd_verify)
     b = sub.add_parser("batch", help="infer templates for many models")
     try:

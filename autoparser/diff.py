@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import regex as re
 
 # A marker is an angle- or square-bracketed token without whitespace-heavy content.
-MARKER = re.compile(r"<[|｜]?[^<>\s]{0,80}?[|｜]?>|\[[^\[\]\s]{1,40}\]|<[/]?[A-Za-z_][\w:.\-]*(?:\s+[\w:.\-]+=\"[^\"<>]*\")*\s*/?>")
+MARKER = re.compile(r"<[|｜]?[^<>\s]{0,80}?[|｜]?>|\[[^\[\]\s\"',:{}]{1,40}\]|<[/]?[A-Za-z_][\w:.\-]*(?:\s+[\w:.\-]+=\"[^\"<>]*\")*\s*/?>")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,21 @@ def test_verify_catches_a_broken_template():
     assert "</think>" in first.generated
 
 
+def test_special_tokens_the_template_reads(capsys):
+    """A bare .jinja carries no special tokens: infer says which ones it rendered empty, and the CLI's
+    --token supplies them (they change the analysis where the template writes them)."""
+    from autoparser.cli import main
+
+    path = MODELS / "forced-closed.jinja"
+    src = path.read_text(encoding="utf-8")
+    assert any("bos_token" in w for w in autoparser.infer_result(src).warnings)
+    assert not any("bos_token" in w for w in autoparser.infer_result(src, {"bos_token": "<s>"}).warnings)
+    assert main(["infer", str(path), "--token", "bos_token=<s>"]) == 0
+    assert "bos_token" not in capsys.readouterr().err
+    assert main(["infer", str(path), "--token", "bos_token"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--token wants NAME=VALUE, got 'bos_token'")
+
+
 if __name__ == "__main__":
     # After a reviewed change to the emitter: rewrite every expected template (then read the git diff).
     for path in TEMPLATES:
