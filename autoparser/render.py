@@ -100,16 +100,21 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
         hit = memo.get(id(x))
         if hit is not None and hit[0] is x:
             return hit[1]
-    if type(x) is dict and len(x) <= 16:  # most weighed values are messages: small dicts of atoms
-        total = 2 + 2 * len(x)
-        for k, v in x.items():
+    t = type(x)
+    if t is _Namespace:  # namespaces are made often (every ``namespace(...)`` call's result is weighed)
+        d, t = object.__getattribute__(x, "_Namespace__attrs"), None  # never remembered: set changes them
+    else:
+        d = x
+    if type(d) is dict and len(d) <= 16:  # most weighed values are messages: small dicts of atoms
+        total = 2 + 2 * len(d)
+        for k, v in d.items():
             tk, tv = type(k), type(v)
             if tk not in _ATOMS or tv not in _ATOMS:
                 break
             total += (len(k) if tk is str else 8) + (len(v) if tv is str else 8)
         else:
             if total <= limit:  # else the walk below gives the count it stops at
-                if memo is not None:
+                if memo is not None and t is dict:
                     if len(memo) >= 4096:
                         memo.clear()
                     memo[id(x)] = (x, total)
@@ -129,7 +134,22 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
                 if total > limit:
                     break
                 continue
-        if t is dict or isinstance(v, dict):
+        if (t is dict or t is list or t is tuple) and len(v) <= 64:  # count atoms here, stack only containers
+            if t is dict:
+                total += 2 + 2 * len(v)
+                items = itertools.chain.from_iterable(v.items())
+            else:
+                total += 2 + len(v)
+                items = v
+            for e in items:
+                te = type(e)
+                if te is str:
+                    total += len(e)
+                elif te in _ATOMS:
+                    total += 8
+                else:
+                    stack.append(e)
+        elif t is dict or isinstance(v, dict):
             total += 2 + 2 * len(v)
             push(itertools.islice(itertools.chain.from_iterable(v.items()), limit))
         elif t is list or isinstance(v, (list, tuple, set, frozenset, MappingView)):
@@ -232,6 +252,9 @@ def _str_method(s: str, name: str, args: tuple, kwargs: dict) -> tuple:
     return args
 
 
+# Keywords jinja's generated code adds to calls made in a loop or block: ``Context.call`` pops them before the
+# call (they derive the context a ``pass_context`` callable sees), so they are no argument to weigh.
+_CALL_SCOPE = frozenset({"_loop_vars", "_block_vars"})
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _PURE = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "isdisjoint", "issubset", "issuperset",
                    "union", "intersection", "difference", "symmetric_difference"})  # methods that mutate nothing
@@ -358,6 +381,29 @@ def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
         n.find_all = find_all
 
 
+def _static_weight(node: jinja2.nodes.Node) -> float:
+    """What ``_weight`` gives the value of a literal made only of constants (and such literals); infinite
+    for anything else. Iterative: literals nest as deep as the parser allows."""
+    total, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is jinja2.nodes.Const:
+            v = n.value
+            if type(v) not in _ATOMS:
+                return float("inf")
+            total += len(v) if type(v) is str else 8
+        elif t is jinja2.nodes.List or (t is jinja2.nodes.Tuple and n.ctx == "load"):
+            total += 2 + len(n.items)
+            stack.extend(n.items)
+        elif t is jinja2.nodes.Dict:
+            total += 2 + 2 * len(n.items)
+            stack.extend(x for pair in n.items for x in (pair.key, pair.value))
+        else:
+            return float("inf")
+    return total
+
+
 class _CodeGenerator(CodeGenerator):
     """jinja's code generator minus compile-time evaluation (it would run outside the budget and the guards),
     with ``~`` operands checked before they are joined."""
@@ -385,7 +431,11 @@ class _CodeGenerator(CodeGenerator):
         self.write(")))")
 
     # Literals: ``[x, x]`` nested 80 deep is a tiny object that ``==`` or ``in`` walks 2**80 times in C.
+    # A literal of constants (``('user', 'system')``) is a fresh tree whose weight the source fixes: it is
+    # weighed once here instead of at every evaluation.
     def _checked_literal(self, visit, node, frame):
+        if _static_weight(node) <= MAX_OUTPUT:
+            return visit(node, frame)
         self.write("environment.checked(")
         visit(node, frame)
         self.write(")")
@@ -440,15 +490,22 @@ def _bounded(base: type) -> type:
             return _check(super().call_binop(context, operator, left, right))
 
         def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
-            for a in (*args, *kwargs.values()):
-                _check(a, "an argument")
-            owner, name = getattr(__obj, "__self__", None), getattr(__obj, "__name__", "")
-            if isinstance(owner, str):
-                args = _str_method(owner, name, args, kwargs)
-            elif isinstance(owner, (list, dict, set)) and name not in _PURE:
-                _forget()
-                if name in _GROWING:
-                    _limit(_weight(owner) + sum(_weight(a) for a in (*args, *kwargs.values())), "a collection")
+            for a in args:
+                if type(a) is not str or len(a) > MAX_OUTPUT:
+                    _check(a, "an argument")
+            if kwargs:
+                for k, a in kwargs.items():
+                    if k not in _CALL_SCOPE:
+                        _check(a, "an argument")
+            owner = getattr(__obj, "__self__", None)
+            if owner is not None:
+                name = getattr(__obj, "__name__", "")
+                if isinstance(owner, str):
+                    args = _str_method(owner, name, args, kwargs)
+                elif isinstance(owner, (list, dict, set)) and name not in _PURE:
+                    _forget()
+                    if name in _GROWING:
+                        _limit(_weight(owner) + sum(_weight(a) for a in (*args, *kwargs.values())), "a collection")
             return _check(super().call(__context, __obj, *args, **kwargs))
 
         def wrap_str_format(self, value):
