@@ -453,7 +453,10 @@ class _CodeGenerator(CodeGenerator):
 
 
 def _concat_parts(parts: tuple) -> tuple:
-    _limit(sum(_weight(p) for p in parts), "a string")
+    n = 0
+    for p in parts:
+        n += len(p) if type(p) is str else _weight(p)
+    _limit(n, "a string")
     return parts
 
 
@@ -467,6 +470,10 @@ def _bounded(base: type) -> type:
         intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def call_binop(self, context, operator, left, right):
+            if type(left) is str and type(right) is str and operator == "+":  # nine in ten: ``'<|' + role``
+                if len(left) + len(right) > MAX_OUTPUT:
+                    raise TemplateError(f"template builds a value over {MAX_OUTPUT} characters")
+                return left + right  # the sandbox's binop_table['+'] is operator.add
             ints = isinstance(left, int) and isinstance(right, int)
             if operator == "**" and ints and right > 0 and abs(left) > 1 and left.bit_length() * right > MAX_INT_BITS:
                 raise TemplateError(f"template computes an integer over {MAX_INT_BITS} bits")
