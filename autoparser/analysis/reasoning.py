@@ -49,7 +49,8 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
 def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
     """Reasoning that history never renders but the thinking switch shows: one mode's generation
     prompt opens the block and another opens and closes it (``<think>`` vs ``<think></think>``)."""
-    prompts = [g.prompt for g in (pr.generation(assistant(), m) for m in pr.modes) if g]
+    # From the user's message on: the switch may also change a system preamble (SmolLM3's /think).
+    prompts = [g.prompt[g.prompt.rfind(USER):] for g in (pr.generation(assistant(), m) for m in pr.modes) if g]
     for a, b in combinations(prompts, 2):
         d = diff(a, b)
         extra, other = (d.left, d.right) if d.left.strip() else (d.right, d.left)
@@ -58,6 +59,11 @@ def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
         if not other.strip() and opener and len(closer) == 1 and extra.strip() == closer[0] and closer[0] != opener[-1]:
             log.append(f"R2 thinking toggle: prompts differ by {extra!r} after {opener[-1]!r}")
             return opener[-1], closer[0], closer[0]
+        if not other.strip() and len(closer) == 2 and not re.sub(MARKER, "", extra).strip() and closer[0] != closer[1]:
+            # One mode prefills an empty block the other leaves to the model (SmolLM3's
+            # "<think>\n\n</think>\n" when thinking is off).
+            log.append(f"R2 thinking toggle: one prompt adds the empty block {extra!r}")
+            return closer[0], closer[1], closer[1]
     return None
 
 

@@ -266,6 +266,8 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
     family = "json-array" if array else ("json-bare" if not call_start.strip() else "json-object")
     if name_is_key:
         family = "json-name-key"
+    elif "```" in call_start:  # calls in a fenced block after a lead-in (Command R+'s "Action: ```json")
+        family = "markdown-block"
     t = Tools(
         format="JSON_NATIVE",
         family=family,
