@@ -255,6 +255,7 @@ def _str_method(s: str, name: str, args: tuple, kwargs: dict) -> tuple:
 # Keywords jinja's generated code adds to calls made in a loop or block: ``Context.call`` pops them before the
 # call (they derive the context a ``pass_context`` callable sees), so they are no argument to weigh.
 _CALL_SCOPE = frozenset({"_loop_vars", "_block_vars"})
+_METHOD_DESCRIPTOR = type(dict.update)  # ``dict`` is a template global: ``dict.update(d, x)`` mutates d
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _PURE = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "isdisjoint", "issubset", "issuperset",
                    "union", "intersection", "difference", "symmetric_difference"})  # methods that mutate nothing
@@ -504,7 +505,9 @@ def _bounded(base: type) -> type:
                 for k, a in kwargs.items():
                     if k not in _CALL_SCOPE:
                         _check(a, "an argument")
-            owner = getattr(__obj, "__self__", None)
+            owner, margs = getattr(__obj, "__self__", None), args
+            if owner is None and type(__obj) is _METHOD_DESCRIPTOR and args and isinstance(args[0], (list, dict, set)):
+                owner, margs = args[0], args[1:]  # ``dict.update(d, ...)``: the unbound method names its object first
             if owner is not None:
                 name = getattr(__obj, "__name__", "")
                 if isinstance(owner, str):
@@ -512,7 +515,8 @@ def _bounded(base: type) -> type:
                 elif isinstance(owner, (list, dict, set)) and name not in _PURE:
                     _forget()
                     if name in _GROWING:
-                        _limit(_weight(owner) + sum(_weight(a) for a in (*args, *kwargs.values())), "a collection")
+                        added = (*margs, *(a for k, a in kwargs.items() if k not in _CALL_SCOPE))
+                        _limit(_weight(owner) + sum(_weight(a) for a in added), "a collection")
             return _check(super().call(__context, __obj, *args, **kwargs))
 
         def wrap_str_format(self, value):
