@@ -236,6 +236,8 @@ def test_lone_render_has_its_own_budget(monkeypatch):
     ("{% set l = [] %}{% for i in range(60) %}{% set _ = l.extend(l + [1]) %}{% endfor %}", "collection|over 1048576"),
     ("{% set ns = namespace(a=[1], b=[1]) %}{% for i in range(80) %}{% set ns.a = [ns.a, ns.a] %}{% set ns.b = [ns.b, ns.b] %}"
      "{% endfor %}{{ ns.a == ns.b }}", "over 1048576"),  # 2**80 comparisons in C, were the nesting allowed
+    ("{% set ns = namespace(prev='ab') %}{% for i in range(30) %}{% set e = {} %}{% set _ = dict(e) %}"
+     "{% set _ = dict.update(e, a=ns.prev, b=ns.prev) %}{% set ns.prev = e %}{% endfor %}{{ ns.prev }}", "collection of"),  # dict.update mutates unseen: 2**30 paths in str()
 ])
 def test_single_c_level_operations_are_refused(src, message):
     """Each of these is one C call the watchdog could not interrupt: gigabytes or minutes if let through."""
