@@ -82,7 +82,7 @@ CASES: list[Case] = [
     Case("loop", "nested `range(100000)` loops", {"t.jinja": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"},
          expect="took longer than"),
     Case("recursive-macro", "macro calling itself forever", {"t.jinja": "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"},
-         expect="recursed too deeply"),
+         expect="recursed too deeply|took longer than"),  # whichever stops it first (a loaded machine: the budget)
     Case("exp-macro", "macro calling itself twice, 40 deep", {"t.jinja": "{% macro f(n) %}{% if n < 40 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}"},
          expect="took longer than"),
     Case("ns-doubling", "namespace string doubled 60 times (`~`)",
