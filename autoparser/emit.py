@@ -120,11 +120,12 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if r.mode != "NONE":
         if r.start:
             f = {"open": r.start}
-            opener = (t.section_start or t.call_start).strip() if t.format != "NONE" else ""
-            if r.end and r.mode == "TOOLS_ONLY" and MARKER.fullmatch(opener or "-"):
+            leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
+            openers = list(dict.fromkeys(m.group(0) for m in leads if m))
+            if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
-                # Thinking), so the call's opening token also ends it.
-                f["close_pattern"] = f"{re.escape(r.end)}|(?={re.escape(opener)})"
+                # Thinking), so the call's (or section's) opening token also ends it.
+                f["close_pattern"] = f"{re.escape(r.end)}|(?={'|'.join(map(re.escape, openers))})"
             elif r.end:
                 f["close"] = r.end
             f["content"] = "text"

@@ -67,6 +67,9 @@ def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     return field, warnings
 
 
+SPECIAL = re.compile(r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>")  # pipe-delimited tokens: special in every vocabulary we know
+
+
 def _tag_like(opener: str) -> bool:
     """A marker, or the start of a tag with attributes (``<invoke name="``): distinctive enough to
     open a call on its own, so the section start around the calls may be left out (DeepSeek V3.2
@@ -90,7 +93,12 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         open_pattern = r"\s*" + header if opener else header
     field: dict = {"open_pattern": open_pattern}
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
-    if ce:
+    lead = SPECIAL.match(opener)
+    if ce and lead and SPECIAL.fullmatch(ce):
+        # Special tokens never occur inside arguments, so a call whose end token the model left out
+        # ends where the next call's token begins (Kimi K2 Thinking).
+        field["close_pattern"] = f"{re.escape(ce)}|(?={re.escape(lead.group(0))})"
+    elif ce:
         field["close"] = ce
     else:
         # No close marker: a call ends where the next call, another field, or the turn's end begins.
