@@ -120,6 +120,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if r.mode != "NONE":
         if r.start:
             f = {"open": r.start}
+            if r.mode == "FORCED_OPEN" and MARKER.fullmatch(r.start):
+                # After a prompt that opened the block, a model may write the opener again.
+                f["open"] = [r.start + "\n" + r.start, r.start + r.start, r.start]
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
             if r.end and r.mode == "TOOLS_ONLY" and openers:
