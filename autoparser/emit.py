@@ -18,7 +18,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 
 from .analysis.model import Analysis
 from .diff import MARKER, markers
-from .emit_families import headed_fields
+from .emit_families import headed_fields, message_anchor
 from .emit_tools import GAPS, tool_field
 
 
@@ -176,7 +176,10 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         warnings += headed_warnings
         anchors = headed_anchors or anchors
     spec: dict = {"defaults": {"role": "assistant"}}
-    if anchors:
+    after_others = message_anchor(a) if t.headed.kind == "channels" else None
+    if after_others:
+        spec["start_anchor_pattern"] = after_others
+    elif anchors:
         spec["start_anchor"] = _one(anchors)
     else:
         spec["start_anchor_pattern"] = r"\Z"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import regex as re
 
 from .analysis.model import Analysis
+from .diff import MARKER
 from .emit_tools import GAPS
 
 
@@ -64,3 +65,17 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
     # The generation prompt ends with the header marker: anchor before it so the parser sees it.
     anchors = [x[: len(x) - len(h.header_start)] if x.endswith(h.header_start) else x for x in a.turn.anchors]
     return fields, warnings, [x for x in anchors if x.strip()] or None
+
+
+def message_anchor(a: Analysis) -> str | None:
+    """Where the reply begins when it is a run of messages, each under its own header: after the last
+    message that is not the assistant's. The assistant may already have written some of the run (an
+    analysis message before a continued final one); anchoring on its last header would drop them."""
+    h = a.tools.headed
+    anchor = next((x for x in a.turn.anchors if x.strip()), "")
+    head = MARKER.match(anchor)
+    role = anchor[head.end() :].strip() if head else ""
+    if not (head and role and re.fullmatch(r"\w+", role) and h.ends):
+        return None
+    ends = "|".join(re.escape(e) for e in h.ends)
+    return rf"{re.escape(head.group(0))}(?!{re.escape(role)}\b)[\s\S]*?(?:{ends})"
