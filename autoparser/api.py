@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import workarounds as wa
 from .analysis.content import analyze_content

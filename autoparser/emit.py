@@ -19,7 +19,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from .analysis.model import Analysis
 from .diff import MARKER, markers
 from .emit_families import headed_fields, message_anchor
-from .emit_tools import GAPS, tool_field
+from .emit_tools import gapped, tool_field
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -91,16 +91,6 @@ def factored(literals: list[str]) -> str | None:
     return head + "(?:" + "|".join(_esc(c) for c in sorted(cores, key=len, reverse=True)) + ")"
 
 
-def with_gaps(marks, gaps=GAPS) -> list[str]:
-    out: list[str] = []
-    for m in marks:
-        if not m:
-            continue
-        for g in gaps:
-            out.append(m if m[:1].isspace() else g + m)
-    return list(dict.fromkeys(out))
-
-
 def with_trailing_newline(marks: list[str], ends: list[str]) -> list[str]:
     """A newline after the end of turn must not reopen (and so wipe) the implicit content: the end
     markers also close with it. A literal another one extends is held at the buffer edge, so this
@@ -158,13 +148,13 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             followers.append(last[0])
     if c.mode == "ALWAYS_WRAPPED":
         f = {"open": c.start}
-        close = with_gaps(([c.end] if c.end else []) + ends)
+        close = gapped(([c.end] if c.end else []) + ends)
         if close:
             f["close"] = _one(close)
         f["content"] = "text"
         fields["content"] = f
     else:
-        close = with_trailing_newline(with_gaps(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers), ends)
+        close = with_trailing_newline(gapped(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers), ends)
         f = {"close": _one(close)} if close else {}
         f["content"] = "text"
         fields["content"] = f

@@ -7,12 +7,14 @@ import regex as re
 from .analysis.model import Analysis, Tools
 from .diff import markers
 
-GAPS = ("", "\n", "\n\n")  # whitespace a template puts before a marker (shared with emit.py)
+GAPS = ("", "\n", "\n\n")  # whitespace a template puts before a marker
 
 
-def _gapped(literal: str) -> list[str]:
-    lit = literal.strip()
-    return list(dict.fromkeys(g + lit for g in GAPS)) if lit else []
+def gapped(marks) -> list[str]:
+    """Each marker with every gap a template puts before it (a marker that brings its own leading
+    whitespace keeps it), so whitespace between regions never opens the implicit field."""
+    out = [m if m[:1].isspace() else g + m for m in marks if m for g in GAPS]
+    return list(dict.fromkeys(out))
 
 
 def _flex(literal: str) -> str:
@@ -50,12 +52,12 @@ def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     transform = _call_transform(dotted(t.name_path), dotted(t.args_path), dotted(t.id_path) if t.id_path else None)
     field: dict = {}
     if start:
-        field["open"] = _gapped(start)
+        field["open"] = gapped([start])
     else:
         key = re.escape(t.first_key)
         field["open_pattern"] = rf"\A\s*(?=\{{\s*\"{key}\")" if not t.array_wrapped else rf"\A\s*(?=\[\s*\{{\s*\"{key}\")"
         warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply")
-    closes = _gapped(end) if end else ends
+    closes = gapped([end]) if end else ends
     if closes:
         field["close"] = closes if len(closes) > 1 else closes[0]
     if not t.array_wrapped:

@@ -8,7 +8,6 @@ prober tries a small set of adaptations and remembers the first that renders.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from itertools import product

@@ -8,13 +8,12 @@ since templates trim, drop and truncate fields, and no less, since that would hi
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from .analysis.model import Analysis
-from .diff import MARKER, _marker_spans, common_suffix_at
+from .diff import MARKER, _marker_spans, common_suffix_at, prefix_len
 from .probes import Prober, assistant
 from .render import REASONING_KEYS, Renderer, budget
 
@@ -181,7 +180,7 @@ def _split(prompt: str, full: str) -> int:
         inside_word = 0 < k < len(text) and text[k - 1].isalnum() and text[k].isalnum()
         return not inside_word and not any(s < k < e for s, e in marks)
 
-    k = len(os.path.commonprefix([prompt, full]))
+    k = prefix_len(prompt, full)
     while k > 0 and not (whole(prompt, k, spans[0]) and whole(full, k, spans[1])):
         k -= 1
     return k

@@ -328,7 +328,7 @@ def bench_hook(repeats: int) -> dict:
         hook.attach(tok)
 
     t_attach = median_time(attach, n)
-    print(f"\n== hook: AutoTokenizer.from_pretrained of a tiny local tokenizer (ms, median) ==")
+    print("\n== hook: AutoTokenizer.from_pretrained of a tiny local tokenizer (ms, median) ==")
     print(f"{'without hook':30} {ms(base)}")
     for label, t, b in (("hook, empty cache", cold, base), ("hook, warm (memory)", mem, base), ("hook, warm (disk)", disk, base_disk)):
         print(f"{label:30} {ms(t)}   overhead {ms(t - b)}")

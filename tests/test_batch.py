@@ -6,7 +6,6 @@ import io
 import json
 import os
 
-import pytest
 from conftest import corpus_template
 
 from autoparser.batch import read_models, safe_names

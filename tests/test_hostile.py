@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import sys
 import time
@@ -20,7 +19,7 @@ import pytest
 
 import autoparser
 from autoparser import render, workarounds
-from autoparser.errors import AutoparserError, SourceError, TemplateError, WorkaroundError
+from autoparser.errors import SourceError, TemplateError, WorkaroundError
 from autoparser.hub import resolve
 
 _spec = importlib.util.spec_from_file_location("hostile_cases", Path(__file__).resolve().parents[1] / "benchmarks" / "hostile.py")

@@ -92,6 +92,10 @@ def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
     anchors: list[str] = []
     gen_prompt = ""
     contexts = [None, [{"role": "user", "content": USER}, assistant(None, calls=[call()]), {"role": "tool", "content": RESULT, "tool_call_id": "call00001", "name": "fn_alpha"}]]
+    said = {}  # per mode: a phrase the prompt prefills and history drops (not markers)
+    for mode in pr.modes:
+        g = pr.generation(assistant(), mode)
+        said[repr(mode)] = g.dropped.strip() if g and not g.exact and not markers(g.dropped) else ""
     for ctx in contexts:
         for mode in pr.modes:
             got = generation_prompt(pr, mode, ctx)
@@ -102,9 +106,7 @@ def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
                 gen_prompt = gp
             # A prefill that opens or closes the reasoning belongs to the message, not the anchor.
             cut = len(prompt)
-            g = pr.generation(assistant(), mode)
-            said = g.dropped.strip() if g and not g.exact and not markers(g.dropped) else ""
-            for marker in (reasoning.start, reasoning.end, said):  # said: a phrase history drops
+            for marker in (reasoning.start, reasoning.end, said[repr(mode)]):
                 i = prompt.find(marker, len(prompt) - len(gp)) if marker else -1
                 if i >= 0:
                     cut = min(cut, i)
