@@ -106,7 +106,7 @@ def analyse(template: str, special_tokens: dict, where: str, verify: bool, reaso
             from .verify import verify as run_verify
 
             report = run_verify(template, res.template, special_tokens, analysis=a, reasoning_field=reasoning_field)
-            out["verify"] = {"passed": report.passed, "counts": report.counts()}
+            out["verify"] = report.summary()
         except Exception as e:  # noqa: BLE001
             out["verify"] = {"passed": False, "counts": {}, "error": _one_line(e)}
     out["seconds"] = round(time.monotonic() - t0, 3)
@@ -213,10 +213,12 @@ def _verification(rec: dict) -> str:
     if not v:
         return ""
     c = v.get("counts") or {}
-    text = f"{'passed' if v.get('passed') else 'FAILED'} {c.get('pass', 0)}/{c.get('pass', 0) + c.get('fail', 0)}"
+    text = f"{'passed' if v.get('passed') else 'FAILED'} {c.get('pass', 0)}/{c.get('pass', 0) + c.get('fail', 0) + c.get('limit', 0)}"
+    if c.get("limit"):
+        text += f" ({c['limit']} not covered)"
     if c.get("skip"):
         text += f" ({c['skip']} skipped)"
-    return text + (f": {v['error']}" if v.get("error") else "")
+    return text + (f": {v.get('error') or v.get('first_failure')}" if v.get("error") or v.get("first_failure") else "")
 
 
 def _cell(value) -> str:

@@ -85,7 +85,12 @@ def _cmd_infer(args) -> int:
             from .verify import verify
 
             report = verify(src.template, res.template, src.special_tokens, analysis=res.analysis, reasoning_field=args.reasoning_field)
-            print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()}", file=sys.stderr)
+            summary = report.summary()
+            print(f"verify: {'passed' if report.passed else 'FAILED'} {summary['counts']} {summary['fields']}", file=sys.stderr)
+            for why in summary["limits"]:
+                print(f"verify: {why}", file=sys.stderr)
+            if summary["first_failure"]:
+                print(f"verify: first failure: {summary['first_failure']}", file=sys.stderr)
             status = 0 if report.passed else 1
     text = json.dumps(out, indent=2, ensure_ascii=False) + "\n"
     if args.output:
@@ -116,6 +121,8 @@ def _cmd_verify(args) -> int:
     d = report.to_dict()
     print(json.dumps(d, indent=2, ensure_ascii=False))
     print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()} {d['fields']}", file=sys.stderr)
+    for why in report.limits():
+        print(f"verify: {why}", file=sys.stderr)
     return 0 if report.passed else 1
 
 

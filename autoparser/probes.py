@@ -22,11 +22,11 @@ CONTENT = "QXCONTENTQX"
 REASON = "QXREASONQX"
 RESULT = "QXRESULTQX"
 FN_A, FN_B = "fn_alpha", "fn_beta"
-ARG_A, ARG_B = "arg_one", "arg_two"
+ARG_A, ARG_B, ARG_C = "arg_one", "arg_two", "arg_three"
 VAL_A, VAL_B = "QXVALAQX", "QXVALBQX"
 ID_A, ID_B = "call00001", "call99999"
 NEEDLE = re.compile(r"QX[A-Z]+QX")  # any probe text above
-_PROBE_TEXT = re.compile(rf"QX[A-Z]+QX|{FN_A}|{FN_B}|{ARG_A}|{ARG_B}|{ID_A}|{ID_B}")
+_PROBE_TEXT = re.compile(rf"QX[A-Z]+QX|{FN_A}|{FN_B}|{ARG_A}|{ARG_B}|{ARG_C}|{ID_A}|{ID_B}")
 
 
 def probe_text(text: str) -> list[str]:

@@ -87,7 +87,7 @@ class Case:
     name: str
     mode: str
     history: bool
-    status: str  # pass | fail | skip
+    status: str  # pass | fail | skip | limit (fails only on values the analysis found unreadable)
     how: str = ""  # exact | prefill-dropped | synthesized
     fields: dict = field(default_factory=dict)  # field -> pass/fail
     prompt: str = ""
@@ -96,6 +96,7 @@ class Case:
     parsed: dict = field(default_factory=dict)
     streamed: dict = field(default_factory=dict)
     error: str = ""
+    source: tuple = field(default=(), repr=False, compare=False)  # (msgs, message, mode) to re-render
 
 
 @dataclass
@@ -104,24 +105,42 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        return all(c.status != "fail" for c in self.cases) and any(c.status == "pass" for c in self.cases)
+        return all(c.status != "fail" for c in self.cases) and any(c.status in ("pass", "limit") for c in self.cases)
 
     def counts(self) -> dict[str, int]:
-        out = {"pass": 0, "fail": 0, "skip": 0}
+        out = {"pass": 0, "fail": 0, "skip": 0, "limit": 0}
         for c in self.cases:
             out[c.status] += 1
         return out
 
     def per_field(self) -> dict[str, str]:
+        """Each field's worst outcome: fail, then limit, then pass."""
+        rank = {"pass": 0, "limit": 1, "fail": 2}
         out: dict[str, str] = {}
         for c in self.cases:
             for f, ok in c.fields.items():
-                if ok == "fail" or f not in out:
+                ok = "limit" if c.status == "limit" and ok == "fail" else ok
+                if rank[ok] >= rank.get(out.get(f, "pass"), 0) or f not in out:
                     out[f] = ok
         return out
 
+    def limits(self) -> list[str]:
+        """What the template renders that no response_template can read back, each said once."""
+        return list(dict.fromkeys(c.error for c in self.cases if c.status == "limit"))
+
     def first_failure(self) -> Case | None:
         return next((c for c in self.cases if c.status == "fail"), None)
+
+    def summary(self) -> dict:
+        """The verdict without the renderings: what ``infer --verify`` prints and ``batch`` records."""
+        first = self.first_failure()
+        return {
+            "passed": self.passed,
+            "counts": self.counts(),
+            "fields": self.per_field(),
+            "limits": self.limits(),
+            "first_failure": None if first is None else f"{first.name!r} (mode {first.mode}, history {first.history}): {_first_line(first)}",
+        }
 
     def to_dict(self) -> dict:
         first = self.first_failure()
@@ -129,6 +148,7 @@ class Report:
             "passed": self.passed,
             "counts": self.counts(),
             "fields": self.per_field(),
+            "limits": self.limits(),
             "first_failure": None if first is None else {k: getattr(first, k) for k in ("name", "mode", "history", "how", "prompt", "generated", "expected", "parsed", "streamed", "error")},
         }
 
@@ -327,6 +347,13 @@ def _compare(exp: dict, got: dict, reasoning_field: str) -> dict[str, str]:
     return res
 
 
+def _first_line(c: Case) -> str:
+    if c.error:
+        return c.error.splitlines()[0]
+    bad = [f for f, ok in c.fields.items() if ok == "fail"]
+    return f"{', '.join(bad)} differ; generated {c.generated[:120]!r}"
+
+
 _PROBERS: dict = {}
 
 
@@ -373,14 +400,59 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
                         exp["thinking"] = (said + "\n" + exp.get("thinking", "")).strip()
                     if exp:
                         mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
-                        cases.append(Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp))
+                        cases.append(Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp, source=(msgs, m, mode)))
                         found = True
                 if not found:
                     cases.append(Case(name, "-", hist, "skip", error="template does not render this message"))
     for case in cases:
         if case.status == "pass":
             _check(case, response_template, reasoning_field)
+        if case.status == "fail" and analysis.tools.unreadable:
+            _limit(pr, analysis, case, response_template, reasoning_field)
     return Report(cases)
+
+
+def _kinds(value) -> set[str]:
+    """The JSON kinds inside ``value``, itself included."""
+    if value is None:
+        return {"null"}
+    if isinstance(value, dict):
+        return {"object"}.union(*map(_kinds, value.values()))
+    if isinstance(value, list):
+        return {"array"}.union(*map(_kinds, value))
+    return set()
+
+
+def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str) -> None:
+    """A failing case is a limit, not a bug, when its calls carry argument values of a kind the analysis
+    found unreadable (Python literals) and the same message without those arguments round-trips."""
+    from . import api
+
+    msgs, m, mode = case.source
+    reasons = dict(a.tools.unreadable)
+    dropped: dict[str, set[str]] = {}  # argument -> its unreadable kinds
+    calls = []
+    for c in m.get("tool_calls") or []:
+        args = c["function"]["arguments"]
+        for k, v in args.items():
+            if _kinds(v) & reasons.keys():
+                dropped.setdefault(k, set()).update(_kinds(v) & reasons.keys())
+        calls.append({**c, "function": {**c["function"], "arguments": {k: v for k, v in args.items() if k not in dropped}}})
+    if not dropped:
+        return
+    m2 = {**m, "tool_calls": calls}
+    with budget(api.TIME_BUDGET, "template"):
+        got = _generation(pr, a, msgs, m2, mode)
+        if got is None:
+            return
+        prompt, text, how = got
+        exp = _expected(pr, a, msgs, m2, mode, text)
+    retry = Case(case.name, case.mode, case.history, "pass", how, prompt=prompt, generated=text, expected=exp)
+    _check(retry, response_template, reasoning_field)
+    if retry.status == "pass":
+        why = "; ".join(reasons[k] for k in reasons if any(k in ks for ks in dropped.values()))
+        case.status = "limit"
+        case.error = f"not covered: {why} (the same calls without {', '.join(dropped)} round-trip)"
 
 
 FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "tool_calls"}

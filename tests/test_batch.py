@@ -95,3 +95,20 @@ def test_read_models_and_names(monkeypatch, tmp_path):
     assert names[0] == "Org--Model" and names[1].startswith("org--model-") and names[2].startswith("summary-")
     assert names[3].startswith("m-") and len({n.lower() for n in names}) == 4
     assert safe_names(["Org/Model", "org/model"]) == names[:2]  # stable across runs
+
+
+def test_batch_verify_records_limits_and_failures(hub_env, fake_hub, tmp_path):
+    """``--verify`` records each model's verdict: Python-literal arguments are a limit, said in the record
+    and the summary, and the run still passes."""
+    literals = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{{ m.content or '' }}"
+                "{%- for c in m.tool_calls or [] %}<tool_call>\n<function={{ c.function.name }}>\n{% for k, v in c.function.arguments.items() %}"
+                "<parameter={{ k }}>{{ v }}</parameter>\n{% endfor %}</function>\n</tool_call>{% endfor %}"
+                "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    fake_hub.add("org/literals", {"chat_template.jinja": literals})
+    (tmp_path / "models.txt").write_text("org/literals\n")
+    r = hub_env.run("batch", "models.txt", "-o", "out", "--verify")
+    assert r.returncode == 0, r.stderr
+    _, rows = _summary(tmp_path / "out")
+    v = rows["org/literals"]["verify"]
+    assert v["passed"] and v["counts"]["limit"] == 2 and "list arguments are rendered as Python repr" in v["limits"][0]
+    assert "(2 not covered)" in (tmp_path / "out" / "summary.md").read_text()

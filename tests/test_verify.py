@@ -142,3 +142,66 @@ def test_renders_run_under_the_analysis_budget(monkeypatch):
     monkeypatch.setattr(api, "TIME_BUDGET", 0.2)
     with pytest.raises(TemplateError, match="longer than"):
         run(slow, {"role": "assistant", "content": "Answer."})
+
+
+PY_CALLS = ("{%- for c in m.tool_calls or [] %}<tool_call>\n<function={{ c.function.name }}>\n"
+            "{% for k, v in c.function.arguments.items() %}<parameter={{ k }}>{{ v }}</parameter>\n{% endfor %}"
+            "</function>\n</tool_call>{% endfor %}")
+PY_FIELD = {"open_pattern": r"<tool_call>\n<function=(?P<name>[^>\n]+)>\n", "close": "</function>\n</tool_call>", "repeats": True,
+            "content": "xml-inline", "content_args": {"tag_pattern": r"<parameter=(?P<key>[^>\n]+)>(?P<value>[\s\S]*?)</parameter>\n?"},
+            "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}}}
+PY_LISTS = ("array", "list arguments are rendered as Python repr")
+
+
+def py_analysis(unreadable=(PY_LISTS,)) -> Analysis:
+    return Analysis(Turn(end_markers=(END,)), Reasoning(), Content(),
+                    Tools(format="TAG_WITH_TAGGED", call_start="<tool_call>", call_end="</tool_call>", unreadable=unreadable))
+
+
+def py_rt(field: dict | None = None) -> dict:
+    template = {"defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n",
+                "fields": {"tool_calls": field or PY_FIELD, "content": {"close": [END, "\n" + END], "content": "text"}}}
+    load_response_template(template)
+    return template
+
+
+LISTED = call("get_weather", {"city": "Paris", "days": 3, "tags": ["a", "b c"]}, "call00001")
+
+
+def test_values_the_analysis_found_unreadable_are_a_limit_told_plainly():
+    """``{{ v }}`` writes ``['a', 'b c']``: the call fails only on that argument, so the case is a limit,
+    the report passes and says which argument and why, and the same message without it round-trips."""
+    template = chatml("{{ m.content or '' }}" + PY_CALLS)
+    report = run(template, {"role": "assistant", "content": None, "tool_calls": [LISTED]}, py_rt(), py_analysis())
+    assert report.passed and report.counts()["limit"] == 2 and report.per_field()["tool_calls"] == "limit"
+    assert report.limits() == ["not covered: list arguments are rendered as Python repr (the same calls without tags round-trip)"]
+    # without the analysis' finding the same case is a failure: verify never guesses a limit
+    assert not run(template, {"role": "assistant", "content": None, "tool_calls": [LISTED]}, py_rt(), py_analysis(())).passed
+
+
+def test_a_limit_never_hides_a_bug_beside_it():
+    """A parser that also loses an argument fails even though the message carries an unreadable list."""
+    template = chatml("{{ m.content or '' }}" + PY_CALLS)
+    loses_days = dict(PY_FIELD, content_args={"tag_pattern": r"<parameter=(?P<key>[ct][^>\n]*)>(?P<value>[\s\S]*?)</parameter>\n?"})
+    report = run(template, {"role": "assistant", "content": None, "tool_calls": [LISTED]}, py_rt(loses_days), py_analysis())
+    assert not report.passed and report.counts()["fail"] == 2 and not report.limits()
+
+
+def test_cli_reports_limits_and_the_first_failure(tmp_path, capsys):
+    """``infer --verify`` and ``verify`` exit 0 with the limit said in one line; a broken response_template
+    exits 1 with the diverging case (the full report on stdout for ``verify``)."""
+    import json
+
+    from autoparser.cli import main
+
+    path = tmp_path / "py.jinja"
+    path.write_text(chatml("{{ m.content or '' }}" + PY_CALLS), encoding="utf-8")
+    assert main(["infer", "--verify", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "verify: passed" in err and "verify: not covered: list arguments" in err
+    broken = json.loads(json.dumps(py_rt()))
+    del broken["fields"]["tool_calls"]  # every call then parses as content
+    (tmp_path / "broken.json").write_text(json.dumps(broken), encoding="utf-8")
+    assert main(["verify", str(path), "--response-template", str(tmp_path / "broken.json")]) == 1
+    out, err = capsys.readouterr()
+    assert "verify: FAILED" in err and json.loads(out)["first_failure"]["generated"].startswith("<tool_call>")

@@ -89,6 +89,7 @@ class Tools:
     arguments: Arguments = field(default_factory=Arguments)
     end_markers: tuple[str, ...] = ()  # end-of-turn markers seen after tool calls
     uncovered: tuple[str, ...] = ()  # what the response_template language cannot express
+    unreadable: tuple[tuple[str, str], ...] = ()  # (JSON kind, why) of argument values no parser reads back
     headed: Headed = field(default_factory=Headed)  # set when the reply is a run of headed messages
 
 

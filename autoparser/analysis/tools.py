@@ -16,7 +16,7 @@ import regex as re
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
 from ..diff import MARKER, common_prefix_at, common_suffix_at, diff, leading_markers, markers
-from ..probes import ARG_A, ARG_B, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
+from ..probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
 ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls
@@ -205,29 +205,35 @@ def _pythonic(one, two, turn, log) -> Tools | None:
         call_end=m["close"],
         call_separator=sep,
         header_pattern=r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(m["open"]),
-        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep),
+        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep, string_delims=((m["q"], m["q"]),)),
     )
     log.append(f"T3-T7 pythonic calls -> {t}")
     return t
 
 
 def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
-    """Templates that print values with ``{{ value }}`` write Python literals: a list as
-    ``['a']`` (no json decoder reads it; a tagged or pythonic value comes back as that string) and,
-    inside a JSON dialect, null as ``None`` (the json parser rejects the call). Say so."""
+    """Templates that print values with ``{{ value }}`` write Python literals: a list as ``['a']``, an
+    object as ``{'k': 'a'}`` (no json decoder reads them; a tagged or pythonic value comes back as that
+    string) and, inside a JSON dialect, null as ``None`` (the json parser rejects the call). Found by
+    rendering one of each; ``Tools.unreadable`` names the kinds so verify can tell a limit from a bug."""
     json_dialect = t.format == "TAG_WITH_JSON" and (t.arguments.unquoted_keys or t.arguments.string_delims)
     if not (json_dialect or t.format == "TAG_WITH_TAGGED") or t.family == "unknown":
         return t
-    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: None, ARG_B: [VAL_B]})]), r) or ""
-    found = []
+    args = {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
+    text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
+    found: dict[str, str] = {}
     if f"['{VAL_B}']" in text:
-        found.append("list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings")
+        found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
+    if f"{{'k': '{VAL_A}'}}" in text:
+        found["object"] = "object arguments are rendered as Python repr ({'k': 'a'}), which no json decoder reads; they come back as strings"
     k = text.find(ARG_A)
     if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
-        found.append("null arguments are rendered as Python None, which the json parser rejects")
-    for f in found:
+        found["null"] = "null arguments are rendered as Python None, which the json parser rejects"
+    for f in found.values():
         log.append(f"A2 {f}")
-    return dataclasses.replace(t, uncovered=t.uncovered + tuple(found)) if found else t
+    if not found:
+        return t
+    return dataclasses.replace(t, uncovered=t.uncovered + tuple(found.values()), unreadable=tuple(found.items()))
 
 
 # --------------------------------------------------------------------------------------------- JSON
