@@ -14,7 +14,7 @@ from itertools import product
 
 from .diff import MARKER, common_suffix_at, unsplit_prefix
 from .errors import TemplateError
-from .render import Renderer
+from .render import Renderer, constant
 
 USER = "QXUSERQX"
 USER2 = "QXUSERTWOQX"
@@ -48,7 +48,7 @@ def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
     }
 
 
-TOOLS = [tool_schema(FN_A), tool_schema(FN_B)]
+TOOLS = constant([tool_schema(FN_A), tool_schema(FN_B)])
 
 
 def call(name: str = FN_A, args: dict | None = None, id: str = ID_A) -> dict:

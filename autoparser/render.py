@@ -15,6 +15,7 @@ folding is off so nothing runs outside the budget.
 from __future__ import annotations
 
 import ctypes
+import copy
 import functools
 import itertools
 import json
@@ -167,6 +168,29 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
             memo.clear()
         memo[id(x)] = (x, total)  # holding x keeps its id from being reused
     return total
+
+
+_CONSTANT_WEIGHTS: dict[int, tuple[Any, int]] = {}
+
+
+def constant(value: Any) -> Any:
+    """Declare ``value`` (probe tools, passed to every render) never mutated by anyone: its containers are
+    weighed once per process instead of at every render. Immutable-sandbox renders are seeded with the
+    weights (nothing there can change a container); mutable-sandbox renders get a copy and no seed."""
+    order, stack = [], [value]
+    while stack:  # every container, parents before children
+        v = stack.pop()
+        if type(v) in (dict, list):
+            order.append(v)
+            stack.extend(v.values() if type(v) is dict else v)
+    _local.memo = {}
+    try:
+        for v in reversed(order):  # children first, so each parent's walk reuses them
+            _local.memo[id(v)] = (v, _weight(v))
+        _CONSTANT_WEIGHTS.update(_local.memo)
+    finally:
+        _local.memo = None
+    return value
 
 
 def _forget() -> None:
@@ -764,17 +788,16 @@ class Renderer:
         return out
 
     def _render(self, msgs, tools, add_generation_prompt, context) -> str:
-        _local.memo = {}
         try:
             try:
-                out = self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)
+                out = self._render_once(msgs, tools, add_generation_prompt, context)
             except jinja2.exceptions.SecurityError:
                 if self.mutable:
                     raise
                 # Templates that mutate lists (list.append) need the mutable sandbox; still sandboxed.
                 self.mutable = True
                 self._compiled = self._compile(mutable=True)
-                out = self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)
+                out = self._render_once(msgs, tools, add_generation_prompt, context)
         except TemplateError as e:
             raise TemplateError(e.message, self.where) from None
         except (RenderTimeout, KeyboardInterrupt):
@@ -790,3 +813,11 @@ class Renderer:
         finally:
             _local.memo = None
         return out
+
+    def _render_once(self, msgs, tools, add_generation_prompt, context) -> str:
+        if self.mutable:  # the caller's messages and tools (shared probe constants) stay as they were
+            msgs, tools = copy.deepcopy((msgs, tools))
+            _local.memo = {}
+        else:  # nothing can change them: what was weighed once stays true
+            _local.memo = dict(_CONSTANT_WEIGHTS)
+        return self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)

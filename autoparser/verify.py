@@ -15,11 +15,11 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 from .analysis.model import Analysis
 from .diff import MARKER, _marker_spans, common_suffix_at, prefix_len
 from .probes import Prober, assistant
-from .render import REASONING_KEYS, Renderer, budget
+from .render import REASONING_KEYS, Renderer, budget, constant
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
 
-VERIFY_TOOLS = [
+VERIFY_TOOLS = constant([
     {
         "type": "function",
         "function": {
@@ -53,7 +53,7 @@ VERIFY_TOOLS = [
             },
         },
     },
-]
+])
 
 
 def _call(name, args, id):

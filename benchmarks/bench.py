@@ -73,6 +73,18 @@ def median_time(fn, repeats: int, setup=None) -> float:
     return statistics.median(times)
 
 
+def paired_min(fa, fb, repeats: int) -> tuple[float, float]:
+    """Best times of ``fa`` and ``fb``, run alternately: a ratio of two medians taken minutes apart on
+    a shared machine moves by 10-20%; the best of alternating runs is what each costs when undisturbed."""
+    ta, tb = [], []
+    for _ in range(repeats):
+        for f, ts in ((fa, ta), (fb, tb)):
+            t = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t)
+    return min(ta), min(tb)
+
+
 def corpus(only: list[str]) -> list[tuple[str, str]]:
     files = sorted(glob.glob(str(CORPUS / "*.jinja")))
     out = [(Path(f).stem, Path(f).read_text(encoding="utf-8")) for f in files]
@@ -208,7 +220,8 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
     from transformers.cli.serving.utils import _RESPONSE_TEMPLATE_FALLBACKS
 
     fallbacks = {t: spec for types, spec in _RESPONSE_TEMPLATE_FALLBACKS.items() for t in types}
-    print(f"\n== parse (MB/s, median of {repeats}; ratio = hand-written time / emitted time) ==")
+    print(f"\n== parse (MB/s, median of {repeats}; next to a hand-written template, both the best of {max(repeats, 5)} "
+          f"alternating runs; ratio = hand-written time / emitted time) ==")
     print(f"{'template':40} {'text':9} {'KB':>5} {'one-shot':>8} {'stream':>7} {'hand 1s':>7} {'hand st':>7} "
           f"{'ratio 1s':>8} {'ratio st':>8} {'held':>5} {'delim':>5}")
     msgs = long_messages()
@@ -245,8 +258,8 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
                     over.append(f"{name} ({label}): {held} > {longest}")
             line = f"{name[:40]:40} {label:9} {kb:5.0f} {kb / 1e3 / t1:8.2f} {kb / 1e3 / ts:7.2f}"
             if hand is not None:
-                h1 = median_time(lambda: one_shot(hand, prompt, text), repeats)
-                hs = median_time(lambda: streamed(hand, prompt, text), repeats)
+                t1, h1 = paired_min(lambda: one_shot(template, prompt, text), lambda: one_shot(hand, prompt, text), max(repeats, 5))
+                ts, hs = paired_min(lambda: streamed(template, prompt, text), lambda: streamed(hand, prompt, text), max(repeats, 5))
                 theirs, hheld = streamed(hand, prompt, text)
                 same = "" if normal(theirs) == normal(ours) else "  (parses differ)"
                 ratios.append((h1 / t1, hs / ts))
@@ -359,29 +372,39 @@ def main(argv=None) -> int:
         summary["parse"] = bench_parse(templates, args.repeats, args.verbose)
     if "hook" in sections:
         summary["hook"] = bench_hook(args.repeats)
+    # (label, measured, limit, unit, machine-bound): a machine-bound target was set in time on llama.cpp's
+    # reference machine, so it is also checked scaled by how much slower jinja2's compile is here than
+    # there (13.6 ms median for the corpus), the one workload measured on both.
     checks = []
     s = summary.get("infer")
     if s:
         checks += [
-            ("analysis after compile, median <= 3.5 ms", s["analysis_median"] <= 3.5e-3, ms(s["analysis_median"])),
-            ("cold infer, median < 20 ms", s["cold_median"] < 20e-3, ms(s["cold_median"])),
-            ("cold infer, corpus < 1.5 s", s["cold_total"] < 1.5, f"{s['cold_total']:8.2f} s"),
-            ("warm infer (memory) < 1 ms", s["warm_mem_median"] < 1e-3, ms(s["warm_mem_median"])),
-            ("warm infer (disk) < 1 ms", s["warm_disk_median"] < 1e-3, ms(s["warm_disk_median"])),
+            ("analysis after compile, median <= 3.5 ms", s["analysis_median"], 3.5e-3, "ms", True),
+            ("cold infer, median < 20 ms", s["cold_median"], 20e-3, "ms", True),
+            ("cold infer, corpus < 1.5 s", s["cold_total"], 1.5, "s", True),
+            ("warm infer (memory) < 1 ms", s["warm_mem_median"], 1e-3, "ms", False),
+            ("warm infer (disk) < 1 ms", s["warm_disk_median"], 1e-3, "ms", False),
         ]
     p = summary.get("parse")
     if p and p["ratio_min"] is not None:
-        checks.append(("parse ratio vs hand-written >= 1.0 (min)", p["ratio_min"] >= 1.0, f"{p['ratio_min']:8.2f}"))
+        checks.append(("parse ratio vs hand-written >= 1.0 (min)", -p["ratio_min"], -1.0, "x", False))
     if p:
-        checks.append(("hold-back <= longest delimiter", p["held_over"] == 0, f"{p['held_over']:8d} over"))
+        checks.append(("hold-back <= longest delimiter", p["held_over"], 0, "over", False))
     if "hook" in summary:
-        checks.append(("hook overhead, warm cache < 2 ms", summary["hook"]["hook_mem"] < 2e-3, ms(summary["hook"]["hook_mem"])))
+        checks.append(("hook overhead, warm cache < 2 ms", summary["hook"]["hook_mem"], 2e-3, "ms", False))
+    scale = s["jinja_median"] / 13.6e-3 if s else None
     if checks:
-        print("\n== targets ==")
-        for label, ok, value in checks:
-            print(f"{'met ' if ok else 'MISS'} {label:44} {value}")
+        print("\n== targets ==" + (f" (scaled: x{scale:.2f}, this machine's jinja2 compile median over llama.cpp's "
+                                   f"reference 13.6 ms)" if scale else ""))
+        for label, value, limit, unit, bound in checks:
+            shown = {"ms": lambda v: f"{v * 1e3:8.2f} ms", "s": lambda v: f"{v:8.2f} s ", "x": lambda v: f"{-v:8.2f}   ",
+                     "over": lambda v: f"{v:8d} over"}[unit]
+            line = f"{'met ' if value <= limit else 'MISS'} {label:44} {shown(value)}"
+            if bound and scale:
+                line += f"   scaled {'met ' if value <= limit * scale else 'MISS'} (limit here {shown(limit * scale).strip()})"
+            print(line)
     if s:
-        print(f"(scale: transformers' jinja2 compile of the same sources here: median {ms(s['jinja_median']).strip()} ms, "
+        print(f"(transformers' jinja2 compile of the same sources here: median {ms(s['jinja_median']).strip()} ms, "
               f"total {s['jinja_total']:.2f} s; on llama.cpp's reference machine: 13.6 ms, 0.88 s)")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")

@@ -273,3 +273,17 @@ def test_guards_render_as_transformers_does():
             assert render.Renderer(src, kw).render(CONVERSATION, tools=tools, add_generation_prompt=True) == want
             compared += 1
     assert compared >= 2
+
+
+def test_a_template_that_mutates_its_inputs_changes_nothing_outside():
+    """The mutable sandbox lets a template append to lists: it gets copies, so the probe tools every
+    analysis shares (and whose weights are remembered) stay as they were, and later renders see them so."""
+    from autoparser import probes
+
+    before = json.dumps(probes.TOOLS)
+    src = ("{% set _ = tools.append({'x': 'y' * 10}) %}{% set _ = tools[0]['function'].update({'name': 'hacked'}) %}"
+           "{% set _ = messages.append(messages[0]) %}{{ tools | length }} {{ messages | length }}")
+    r = render.Renderer(src)
+    assert r.render([{"role": "user", "content": "hi"}], tools=probes.TOOLS) == "3 2" and r.mutable
+    assert json.dumps(probes.TOOLS) == before
+    assert render.Renderer("{{ tools | length }} {{ tools[0].function.name }}").render([], tools=probes.TOOLS) == "2 fn_alpha"
