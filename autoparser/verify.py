@@ -134,23 +134,16 @@ class Report:
     def summary(self) -> dict:
         """The verdict without the renderings: what ``infer --verify`` prints and ``batch`` records."""
         first = self.first_failure()
-        return {
-            "passed": self.passed,
-            "counts": self.counts(),
-            "fields": self.per_field(),
-            "limits": self.limits(),
-            "first_failure": None if first is None else f"{first.name!r} (mode {first.mode}, history {first.history}): {_first_line(first)}",
-        }
+        line = None if first is None else f"{first.name!r} (mode {first.mode}, history {first.history}): {_first_line(first)}"
+        return {**self._verdict(), "first_failure": line}
 
     def to_dict(self) -> dict:
         first = self.first_failure()
-        return {
-            "passed": self.passed,
-            "counts": self.counts(),
-            "fields": self.per_field(),
-            "limits": self.limits(),
-            "first_failure": None if first is None else {k: getattr(first, k) for k in ("name", "mode", "history", "how", "prompt", "generated", "expected", "parsed", "streamed", "error")},
-        }
+        keys = ("name", "mode", "history", "how", "prompt", "generated", "expected", "parsed", "streamed", "error")
+        return {**self._verdict(), "first_failure": None if first is None else {k: getattr(first, k) for k in keys}}
+
+    def _verdict(self) -> dict:
+        return {"passed": self.passed, "counts": self.counts(), "fields": self.per_field(), "limits": self.limits()}
 
 
 def chunks(text: str, sizes=(1, 3, 2, 4)):
