@@ -85,13 +85,7 @@ def _cmd_infer(args) -> int:
             from .verify import verify
 
             report = verify(src.template, res.template, src.special_tokens, analysis=res.analysis, reasoning_field=args.reasoning_field)
-            summary = report.summary()
-            print(f"verify: {'passed' if report.passed else 'FAILED'} {summary['counts']} {summary['fields']}", file=sys.stderr)
-            for why in summary["limits"]:
-                print(f"verify: {why}", file=sys.stderr)
-            if summary["first_failure"]:
-                print(f"verify: first failure: {summary['first_failure']}", file=sys.stderr)
-            status = 0 if report.passed else 1
+            status = _say_verdict(report)
     text = json.dumps(out, indent=2, ensure_ascii=False) + "\n"
     if args.output:
         try:
@@ -118,11 +112,18 @@ def _cmd_verify(args) -> int:
             rt = rt["response_template"]
     with _naming(src.where):
         report = verify(src.template, rt, src.special_tokens)
-    d = report.to_dict()
-    print(json.dumps(d, indent=2, ensure_ascii=False))
-    print(f"verify: {'passed' if report.passed else 'FAILED'} {report.counts()} {d['fields']}", file=sys.stderr)
-    for why in report.limits():
+    print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    return _say_verdict(report)
+
+
+def _say_verdict(report) -> int:
+    """The verdict on stderr (counts, per field, each limit, the first failure); the exit status."""
+    summary = report.summary()
+    print(f"verify: {'passed' if report.passed else 'FAILED'} {summary['counts']} {summary['fields']}", file=sys.stderr)
+    for why in summary["limits"]:
         print(f"verify: {why}", file=sys.stderr)
+    if summary["first_failure"]:
+        print(f"verify: first failure: {summary['first_failure']}", file=sys.stderr)
     return 0 if report.passed else 1
 
 

@@ -120,8 +120,7 @@ def _stop_at_calls(fields: dict) -> None:
     Written so the scan stays fast on prose: the ``regex`` module skips to a pattern's first literal
     character, which a zero-width alternative (``...|(?=<tool_call>)``, 20x slower over 50 KB) defeats.
     So only where every end marker and the call's opener share that character, it is taken out:
-    ``
-{0,2}<(?:\|im_end\|>|(?=tool_call>))``. There the close matches the gap and that one character,
+    ``\n{0,2}<(?:\|im_end\|>|(?=tool_call>))``. There the close matches the gap and that one character,
     and the call's open matches at the same start and further, and wins: transformers' parser takes
     the longest match at the leftmost start, and an open before a close."""
     content, calls = fields.get("content"), fields.get("tool_calls")

@@ -383,17 +383,9 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
                 msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
                 found = False
                 for mode in pr.modes:
-                    got = _generation(pr, analysis, msgs, m, mode)
-                    if got is None:
-                        continue
-                    prompt, text, how = got
-                    exp = _expected(pr, analysis, msgs, m, mode, text)
-                    said = _said(prompt, analysis) if how == "synthesized" else ""
-                    if said:  # a phrase the prompt prefills ahead of delimiter-only reasoning is part of it
-                        exp["thinking"] = (said + "\n" + exp.get("thinking", "")).strip()
-                    if exp:
-                        mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
-                        cases.append(Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp, source=(msgs, m, mode)))
+                    case = _case(pr, analysis, name, msgs, m, mode, hist)
+                    if case is not None:
+                        cases.append(case)
                         found = True
                 if not found:
                     cases.append(Case(name, "-", hist, "skip", error="template does not render this message"))
@@ -403,6 +395,23 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
         if case.status == "fail" and analysis.tools.unreadable:
             _limit(pr, analysis, case, response_template, reasoning_field)
     return Report(cases)
+
+
+def _case(pr: Prober, a: Analysis, name: str, msgs: list[dict], m: dict, mode: dict, hist: bool) -> Case | None:
+    """Message ``m`` in one thinking mode: what a model would generate, and what parsing must give back
+    (None when this mode does not render it)."""
+    got = _generation(pr, a, msgs, m, mode)
+    if got is None:
+        return None
+    prompt, text, how = got
+    exp = _expected(pr, a, msgs, m, mode, text)
+    said = _said(prompt, a) if how == "synthesized" else ""
+    if said:  # a phrase the prompt prefills ahead of delimiter-only reasoning is part of it
+        exp["thinking"] = (said + "\n" + exp.get("thinking", "")).strip()
+    if not exp:
+        return None
+    mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
+    return Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp, source=(msgs, m, mode))
 
 
 def _kinds(value) -> set[str]:
@@ -424,23 +433,18 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
     msgs, m, mode = case.source
     reasons = dict(a.tools.unreadable)
     dropped: dict[str, set[str]] = {}  # argument -> its unreadable kinds
-    calls = []
     for c in m.get("tool_calls") or []:
-        args = c["function"]["arguments"]
-        for k, v in args.items():
-            if _kinds(v) & reasons.keys():
-                dropped.setdefault(k, set()).update(_kinds(v) & reasons.keys())
-        calls.append({**c, "function": {**c["function"], "arguments": {k: v for k, v in args.items() if k not in dropped}}})
+        for k, v in c["function"]["arguments"].items():
+            if kinds := _kinds(v) & reasons.keys():
+                dropped.setdefault(k, set()).update(kinds)
     if not dropped:
         return
-    m2 = {**m, "tool_calls": calls}
+    calls = [{**c, "function": {**c["function"], "arguments": {k: v for k, v in c["function"]["arguments"].items() if k not in dropped}}}
+             for c in m["tool_calls"]]
     with budget(api.TIME_BUDGET, "template"):
-        got = _generation(pr, a, msgs, m2, mode)
-        if got is None:
-            return
-        prompt, text, how = got
-        exp = _expected(pr, a, msgs, m2, mode, text)
-    retry = Case(case.name, case.mode, case.history, "pass", how, prompt=prompt, generated=text, expected=exp)
+        retry = _case(pr, a, case.name, msgs, {**m, "tool_calls": calls}, mode, case.history)
+    if retry is None:
+        return
     _check(retry, response_template, reasoning_field)
     if retry.status == "pass":
         why = "; ".join(reasons[k] for k in reasons if any(k in ks for ks in dropped.values()))

@@ -372,7 +372,8 @@ def main(argv=None) -> int:
         summary["parse"] = bench_parse(templates, args.repeats, args.verbose)
     if "hook" in sections:
         summary["hook"] = bench_hook(args.repeats)
-    # (label, measured, limit, unit, machine-bound): a machine-bound target was set in time on llama.cpp's
+    # (label, measured, limit, unit, machine-bound); the ratio is the one target to meet from above. A
+    # machine-bound target was set in time on llama.cpp's
     # reference machine, so it is also checked scaled by how much slower jinja2's compile is here than
     # there (13.6 ms median for the corpus), the one workload measured on both.
     checks = []
@@ -387,7 +388,7 @@ def main(argv=None) -> int:
         ]
     p = summary.get("parse")
     if p and p["ratio_min"] is not None:
-        checks.append(("parse ratio vs hand-written >= 1.0 (min)", -p["ratio_min"], -1.0, "x", False))
+        checks.append(("parse ratio vs hand-written >= 1.0 (min)", p["ratio_min"], 1.0, "x", False))
     if p:
         checks.append(("hold-back <= longest delimiter", p["held_over"], 0, "over", False))
     if "hook" in summary:
@@ -397,11 +398,12 @@ def main(argv=None) -> int:
         print("\n== targets ==" + (f" (scaled: x{scale:.2f}, this machine's jinja2 compile median over llama.cpp's "
                                    f"reference 13.6 ms)" if scale else ""))
         for label, value, limit, unit, bound in checks:
-            shown = {"ms": lambda v: f"{v * 1e3:8.2f} ms", "s": lambda v: f"{v:8.2f} s ", "x": lambda v: f"{-v:8.2f}   ",
+            shown = {"ms": lambda v: f"{v * 1e3:8.2f} ms", "s": lambda v: f"{v:8.2f} s ", "x": lambda v: f"{v:8.2f}   ",
                      "over": lambda v: f"{v:8d} over"}[unit]
-            line = f"{'met ' if value <= limit else 'MISS'} {label:44} {shown(value)}"
+            met = (lambda lim: value >= lim) if unit == "x" else (lambda lim: value <= lim)
+            line = f"{'met ' if met(limit) else 'MISS'} {label:44} {shown(value)}"
             if bound and scale:
-                line += f"   scaled {'met ' if value <= limit * scale else 'MISS'} (limit here {shown(limit * scale).strip()})"
+                line += f"   scaled {'met ' if met(limit * scale) else 'MISS'} (limit here {shown(limit * scale).strip()})"
             print(line)
     if s:
         print(f"(transformers' jinja2 compile of the same sources here: median {ms(s['jinja_median']).strip()} ms, "
