@@ -192,6 +192,19 @@ def test_budget_interrupts_a_busy_loop():
     assert time.monotonic() - start < 2
 
 
+def test_budget_counts_work_not_waiting():
+    """The budget is the thread's CPU time (a loaded machine does not make a template fail); waiting is
+    still cut off at WALL_FACTOR times the budget."""
+    with render.budget(0.2, "sleeper"):
+        time.sleep(0.4)  # over the budget in wall time, nearly no CPU
+    start = time.monotonic()
+    with pytest.raises(TemplateError, match="took longer than 0.1 s"):
+        with render.budget(0.1, "waiter"):
+            while True:
+                time.sleep(0.01)
+    assert 0.1 * render.WALL_FACTOR - 0.05 < time.monotonic() - start < 2
+
+
 def test_budget_stops_memory_growth(monkeypatch):
     monkeypatch.setattr(render, "MAX_GROWTH", 64 << 20)
     hoard = []
