@@ -93,6 +93,7 @@ class Prober:
         self.r = renderer
         self.style = Style()
         self._cache: dict = {}
+        self._generations: dict = {}
         self._renders: dict = {}  # (messages as rendered, tools, switches the template reads) -> text or error
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
@@ -144,6 +145,8 @@ class Prober:
         except TemplateError:
             self.style = Style(False)
             return
+        if not any(w in with_none[with_none.find(USER):] for w in ("None", "null")):
+            return  # nothing printed the None
         try:
             with_empty = self._render(self._adapt(msgs, Style(False)), tools=TOOLS, add_generation_prompt=False)
         except TemplateError:
@@ -237,6 +240,13 @@ class Prober:
 
     # -- generations ---------------------------------------------------------------------------------
     def generation(self, message: dict, mode: dict | None = None, history: list[dict] | None = None, tools=TOOLS) -> Generation | None:
+        """Remembered: the analyzers ask for the same few messages in each mode many times over."""
+        key = (repr(message), repr(mode), repr(history), "probe" if tools is TOOLS else repr(tools))
+        if key not in self._generations:
+            self._generations[key] = self._generation(message, mode, history, tools)
+        return self._generations[key]
+
+    def _generation(self, message: dict, mode: dict | None, history: list[dict] | None, tools) -> Generation | None:
         convo = (history or []) + [{"role": "user", "content": USER}]
         prompt = self.try_render(convo, gen=True, mode=mode, tools=tools)
         full = self.try_render(convo + [message], gen=False, mode=mode, tools=tools)
