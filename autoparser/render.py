@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterator, MappingView
@@ -80,6 +81,9 @@ class _GenerationTag(jinja2.ext.Extension):
 
 
 # -- guards: refuse what would run unbounded in C ---------------------------------------------------------
+
+
+_DICT_ATTRS = frozenset(dir(dict))  # what ``getattr`` finds on a dict before its keys
 
 
 def _limit(n: int, what: str = "a value") -> None:
@@ -521,6 +525,25 @@ def _bounded(base: type) -> type:
                 _check(right, "a format argument")
                 _check_format(left, right, _PRINTF_WIDE)
             return _check(super().call_binop(context, operator, left, right))
+
+        def handle_exception(self, source=None):
+            # Jinja rewrites the traceback to point into the template, parsing its line table each time
+            # (~1 ms for a large template); errors here become one-line messages, so compile errors (with
+            # their line) keep it and render errors are raised as they are.
+            if isinstance(sys.exc_info()[1], jinja2.TemplateSyntaxError):
+                return super().handle_exception(source)
+            raise  # noqa: PLE0704 - re-raises the exception being handled, as jinja's caller expects
+
+        def getattr(self, obj, attribute):
+            # ``message.content``: a dict has no such attribute, so jinja's lookup raises AttributeError and
+            # then reads the key; read it at once (an exception per field cost a third of some renders).
+            t = type(obj)
+            if t is dict and attribute not in _DICT_ATTRS:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return self.undefined(obj=obj, name=attribute)
+            return super().getattr(obj, attribute)
 
         def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
             for a in args:
