@@ -3,6 +3,7 @@ with boundaries moved so no marker token (``<…>``, ``[…]``, ``<|…|>``, ``<
 
 from __future__ import annotations
 
+import bisect
 import functools
 from dataclasses import dataclass
 
@@ -42,32 +43,34 @@ def prefix_len(a: str, b: str) -> int:
     return lo
 
 
-def _valid_cut(text: str, pos: int, spans: list[tuple[int, int]]) -> bool:
+@functools.lru_cache(maxsize=512)
+def _cuts(text: str) -> tuple[list[int], list[int], frozenset[int]]:
+    """Marker starts and ends in order, and the starts as a set: what ``_valid_cut`` asks of a text."""
+    spans = _marker_spans(text)
+    return [s for s, _ in spans], [e for _, e in spans], frozenset(s for s, _ in spans)
+
+
+def _valid_cut(text: str, pos: int) -> bool:
     """A cut may not split a marker, split a word, or separate a marker from a word glued to its right
     (``<|channel|>analysis`` moves as one piece)."""
     if pos <= 0 or pos >= len(text):
         return True
-    for s, e in spans:
-        if s < pos < e:
-            return False
-    before, after = text[pos - 1], text[pos]
-    if before.isspace() or after.isspace():
+    starts, ends, at_start = _cuts(text)
+    k = bisect.bisect_left(starts, pos) - 1  # the last marker starting before pos (markers do not overlap)
+    if k >= 0 and ends[k] > pos:
+        return False
+    if text[pos - 1].isspace() or text[pos].isspace():
         return True
-    if any(e == pos for s, e in spans):  # a marker ends here
-        return any(s == pos for s, e in spans)  # ok only if another marker starts here
-    if any(s == pos for s, e in spans):  # word (or marker) followed by a marker
-        return True
-    return False  # inside a word
+    return pos in at_start  # a word or marker may be followed by a marker, never by the rest of a word
 
 
 def diff(a: str, b: str) -> Diff:
     """Common prefix/suffix of ``a`` and ``b`` with marker-safe boundaries."""
-    sa, sb = _marker_spans(a), _marker_spans(b)
     p = prefix_len(a, b)
-    while p > 0 and not (_valid_cut(a, p, sa) and _valid_cut(b, p, sb)):
+    while p > 0 and not (_valid_cut(a, p) and _valid_cut(b, p)):
         p -= 1
     s = min(prefix_len(a[::-1], b[::-1]), len(a) - p, len(b) - p)
-    while s > 0 and not (_valid_cut(a, len(a) - s, sa) and _valid_cut(b, len(b) - s, sb)):
+    while s > 0 and not (_valid_cut(a, len(a) - s) and _valid_cut(b, len(b) - s)):
         s -= 1
     return Diff(a[:p], a[p : len(a) - s], b[p : len(b) - s], a[len(a) - s :])
 
@@ -109,8 +112,7 @@ def common_prefix_at(a: str, i: int, b: str, j: int, limit_a: int | None = None,
     ea = len(a) if limit_a is None else limit_a
     eb = len(b) if limit_b is None else limit_b
     n = prefix_len(a[i:ea], b[j:eb])
-    sa, sb = _marker_spans(a), _marker_spans(b)
-    while n > 0 and not (_valid_cut(a, i + n, sa) and _valid_cut(b, j + n, sb)):
+    while n > 0 and not (_valid_cut(a, i + n) and _valid_cut(b, j + n)):
         n -= 1
     return n
 
@@ -129,7 +131,6 @@ def unsplit_prefix(a: str, b: str) -> int:
 def common_suffix_at(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 0) -> int:
     """Length of the common text ending at ``a[:i]`` and ``b[:j]``, starting on a marker-safe cut."""
     n = prefix_len(a[start_a:i][::-1], b[start_b:j][::-1])
-    sa, sb = _marker_spans(a), _marker_spans(b)
-    while n > 0 and not (_valid_cut(a, i - n, sa) and _valid_cut(b, j - n, sb)):
+    while n > 0 and not (_valid_cut(a, i - n) and _valid_cut(b, j - n)):
         n -= 1
     return n

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from itertools import product
+from itertools import chain, product
 
 from .diff import MARKER, common_suffix_at, unsplit_prefix
 from .errors import TemplateError
@@ -200,15 +200,15 @@ class Prober:
 
     def render(self, msgs: list[dict], gen: bool = False, mode: dict | None = None, tools: list | None = TOOLS) -> str:
         """Render with the remembered style, trying the other styles if the template refuses."""
-        key = (repr(msgs), gen, repr(sorted((mode or {}).items())), tools is None)
+        key = (repr(msgs), gen, tuple((mode or {}).items()), tools is None)
         if key in self._cache:
             hit = self._cache[key]
             if isinstance(hit, TemplateError):
                 raise hit
             return hit
-        styles = [self.style] + [s for s in self._styles() if s != self.style]
+        current = self.style
         first_error = None
-        for style in styles:
+        for style in chain((current,), (s for s in self._styles() if s != current)):
             try:
                 out = self._render(self._adapt(msgs, style), tools=tools, add_generation_prompt=gen, **(mode or {}))
             except TemplateError as e:
