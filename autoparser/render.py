@@ -226,14 +226,14 @@ def _check(x: Any, what: str = "a value") -> Any:
 
 
 def _output_limited_join(pieces) -> str:
-    """``Environment.concat``: renders, ``{% set %}`` blocks and macro bodies stop at ``MAX_OUTPUT``."""
-    out, n = [], 0
-    for piece in pieces:
-        n += len(piece)
-        if n > MAX_OUTPUT:
-            raise TemplateError(f"template renders over {MAX_OUTPUT} characters")
-        out.append(piece)
-    return "".join(out)
+    """``Environment.concat``: renders, ``{% set %}`` blocks and macro bodies stop at ``MAX_OUTPUT``.
+
+    The pieces are gathered first (references only; producing them is template code the watchdog can
+    stop) and measured before the one C call that would copy them all."""
+    pieces = list(pieces)
+    if sum(map(len, pieces)) > MAX_OUTPUT:
+        raise TemplateError(f"template renders over {MAX_OUTPUT} characters")
+    return "".join(pieces)
 
 
 _PRINTF_WIDE = re.compile(r"%(?:\([^)]*\))?[#0 +\-]*(?:\d{7,}|\*|\d*\.(?:\d{7,}|\*))")
