@@ -14,7 +14,7 @@ from itertools import chain, product
 
 from .diff import MARKER, common_suffix_at, unsplit_prefix
 from .errors import TemplateError
-from .render import Renderer, constant
+from .render import REASONING_KEYS, Renderer, constant
 
 USER = "QXUSERQX"
 USER2 = "QXUSERTWOQX"
@@ -97,9 +97,13 @@ class Prober:
         self._renders: dict = {}  # (messages as rendered, tools, switches the template reads) -> text or error
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
+        # A template reads a message's reasoning by a key it spells (``message.reasoning_content``,
+        # ``'thinking' in message``); one that spells none cannot render it, so no probe asks.
+        self.reads_reasoning = any(k in renderer.source for k in REASONING_KEYS)
         self.modes = self._thinking_modes()
         self._pick_empty_content()
-        self._pick_reasoning_form()
+        if self.reads_reasoning:
+            self._pick_reasoning_form()
 
     def _render(self, msgs: list[dict], tools=None, **kw) -> str:
         """Render; a template that reads the tools under another name (``'functions' is undefined``)

@@ -91,7 +91,7 @@ def _prefill(pr: Prober, mode: dict) -> str:
 def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     found = None
     scope = "content"
-    for mode in pr.modes:
+    for mode in pr.modes if pr.reads_reasoning else ():
         base = pr.generation(assistant(), mode)
         withr = pr.generation(assistant(reasoning=REASON), mode)
         if base and withr and REASON in withr.full:
@@ -101,7 +101,7 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
             if found:
                 break
     if not found:
-        for mode in pr.modes:
+        for mode in pr.modes if pr.reads_reasoning else ():
             base = pr.generation(assistant(None, calls=[call()]), mode)
             withr = pr.generation(assistant(None, reasoning=REASON, calls=[call()]), mode)
             if base and withr and REASON in withr.full:
