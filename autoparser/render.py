@@ -34,6 +34,7 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.nodes
+import jinja2.runtime
 from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import _PassArg
@@ -228,9 +229,17 @@ def _check(x: Any, what: str = "a value") -> Any:
 def _output_limited_join(pieces) -> str:
     """``Environment.concat``: renders, ``{% set %}`` blocks and macro bodies stop at ``MAX_OUTPUT``.
 
-    The pieces are gathered first (references only; producing them is template code the watchdog can
-    stop) and measured before the one C call that would copy them all."""
-    pieces = list(pieces)
+    Pieces are gathered a batch at a time (references only; producing them is template code the watchdog
+    can stop) and measured in C, so output that never ends stops at the limit, not at the time budget."""
+    if type(pieces) is not list:
+        out: list = []
+        n, it = 0, iter(pieces)
+        while batch := list(itertools.islice(it, 256)):
+            n += sum(map(len, batch))
+            if n > MAX_OUTPUT:
+                raise TemplateError(f"template renders over {MAX_OUTPUT} characters")
+            out += batch
+        return "".join(out)
     if sum(map(len, pieces)) > MAX_OUTPUT:
         raise TemplateError(f"template renders over {MAX_OUTPUT} characters")
     return "".join(pieces)
@@ -284,6 +293,7 @@ def _str_method(s: str, name: str, args: tuple, kwargs: dict) -> tuple:
 # Keywords jinja's generated code adds to calls made in a loop or block: ``Context.call`` pops them before the
 # call (they derive the context a ``pass_context`` callable sees), so they are no argument to weigh.
 _CALL_SCOPE = frozenset({"_loop_vars", "_block_vars"})
+_MACRO = jinja2.runtime.Macro
 _METHOD_DESCRIPTOR = type(dict.update)  # ``dict`` is a template global: ``dict.update(d, x)`` mutates d
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _PURE = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "isdisjoint", "issubset", "issuperset",
@@ -553,6 +563,10 @@ def _bounded(base: type) -> type:
                 for k, a in kwargs.items():
                     if k not in _CALL_SCOPE:
                         _check(a, "an argument")
+            if type(__obj) is _MACRO:  # the template's own code, safe to call; its output was limited by concat
+                kwargs.pop("_loop_vars", None)
+                kwargs.pop("_block_vars", None)
+                return __obj(*args, **kwargs)
             owner, margs = getattr(__obj, "__self__", None), args
             if owner is None and type(__obj) is _METHOD_DESCRIPTOR and args and isinstance(args[0], (list, dict, set)):
                 owner, margs = args[0], args[1:]  # ``dict.update(d, ...)``: the unbound method names its object first

@@ -296,11 +296,12 @@ def test_lone_render_has_its_own_budget(monkeypatch):
      "{% set _ = dict.update(e, a=ns.prev, b=ns.prev) %}{% set ns.prev = e %}{% endfor %}{{ ns.prev }}", "collection of"),  # dict.update mutates unseen: 2**30 paths in str()
 ])
 def test_single_c_level_operations_are_refused(src, message):
-    """Each of these is one C call the watchdog could not interrupt: gigabytes or minutes if let through."""
+    """Each of these is one C call the watchdog could not interrupt: gigabytes or minutes if let through.
+    Refused within the budget's wall cut-off (a loaded CI box runs the CLI cases alongside)."""
     start = time.monotonic()
     with pytest.raises(TemplateError, match=message):
         render.Renderer(src).render([{"role": "user", "content": "hi"}])
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < render.TIME_BUDGET * render.WALL_FACTOR
 
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "templates"
