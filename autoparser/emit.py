@@ -19,7 +19,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from .analysis.model import Analysis
 from .diff import MARKER, markers
 from .emit_families import headed_fields, message_anchor
-from .emit_tools import gapped, tool_field
+from .emit_tools import esc, literals, then_space, tool_field
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -57,10 +57,6 @@ def bounded_whitespace(pattern: str) -> str:
     return "".join(out)
 
 
-def _esc(text: str) -> str:
-    return re.escape(text).replace("\\\n", r"\n").replace("\\\t", r"\t").replace("\\\r", r"\r")
-
-
 def factored(literals: list[str], *, always: bool = False) -> str | None:
     r"""A regex matching exactly what transformers' compiled literal list matches (the longest literal
     at the leftmost start), for a list that is every gap times every marker: ``\n{0,2}(?:A|B)``.
@@ -77,7 +73,7 @@ def factored(literals: list[str], *, always: bool = False) -> str | None:
     if split is None:
         return None
     head, cores = split
-    return head + "(?:" + "|".join(_esc(c) for c in sorted(cores, key=len, reverse=True)) + ")"
+    return head + "(?:" + "|".join(esc(c) for c in sorted(cores, key=len, reverse=True)) + ")"
 
 
 def _gaps_and_cores(lits: list[str]) -> tuple[str, list[str]] | None:
@@ -93,66 +89,79 @@ def _gaps_and_cores(lits: list[str]) -> tuple[str, list[str]] | None:
     sizes = sorted(len(g) for g in gaps)
     if len(set("".join(gaps))) == 1 and sizes == list(range(sizes[0], sizes[-1] + 1)):
         lo, hi = sizes[0], sizes[-1]
-        head = _esc("".join(gaps)[0]) + {(0, 1): "?", (1, 1): ""}.get((lo, hi), f"{{{lo},{hi}}}")
+        head = esc("".join(gaps)[0]) + {(0, 1): "?", (1, 1): ""}.get((lo, hi), f"{{{lo},{hi}}}")
     elif sizes[-1]:
-        head = f"(?:{'|'.join(_esc(g) for g in sorted(gaps, key=len, reverse=True) if g)}){'?' if '' in gaps else ''}"
+        head = f"(?:{'|'.join(esc(g) for g in sorted(gaps, key=len, reverse=True) if g)}){'?' if '' in gaps else ''}"
     else:
         head = ""
     return head, cores
-
-
-def with_trailing_newline(marks: list[str], ends: list[str]) -> list[str]:
-    """A newline after the end of turn must not reopen (and so wipe) the implicit content: the end
-    markers also close with it. A literal another one extends is held at the buffer edge, so this
-    costs one character of hold-back when streaming."""
-    return marks + [m + "\n" for m in marks if m.strip() in ends]
 
 
 def _one(values: list[str]) -> str | list[str]:
     return values[0] if len(values) == 1 else values
 
 
-def _stop_at_calls(fields: dict) -> None:
-    r"""Content's close also ends where a tool call opens. Between calls the parser is back in content
-    and searches its close over the rest of the text: with 100 calls, 100 scans to the end; stopping at
-    the next call makes it one pass.
+def _implicit_close(cores: list[str], calls: dict | None) -> str:
+    r"""The implicit content's close: the end markers and the markers consumed without a field, each
+    with the whitespace after it (see ``then_space``).
 
-    Written so the scan stays fast on prose: the ``regex`` module skips to a pattern's first literal
-    character, which a zero-width alternative (``...|(?=<tool_call>)``, 20x slower over 50 KB) defeats.
-    So only where every end marker and the call's opener share that character, it is taken out:
-    ``\n{0,2}<(?:\|im_end\|>|(?=tool_call>))``. There the close matches the gap and that one character,
-    and the call's open matches at the same start and further, and wins: transformers' parser takes
-    the longest match at the leftmost start, and an open before a close."""
-    content, calls = fields.get("content"), fields.get("tool_calls")
-    if not content or not calls or "close" not in content or "open" in content or "open_pattern" in content or not calls.get("repeats"):
-        return
-    lits = [content["close"]] if isinstance(content["close"], str) else list(dict.fromkeys(content["close"]))
-    split = _gaps_and_cores(lits)
-    if split is None:
-        return
-    head, cores = split
+    It also matches where a tool call opens, without ever firing there. Between calls the parser is
+    back in content and searches its close over the rest of the text: with 100 calls, 100 scans to the
+    end; stopping at the next call makes it one pass. The bound is the opener's literal text, followed
+    by the rest of the open pattern as a lookahead, so it matches exactly where the call's open does,
+    at the same start and never longer: the open wins (transformers' parser takes the longest match at
+    the leftmost start, and an open before a close). Written so the scan stays fast: the ``regex``
+    module skips to a pattern's first literal character, so every marker and the opener share it,
+    ``<(?:(?:\|im_end\|>)\s*|tool_call>)``; and nothing before a literal is zero-width (a leading
+    lookahead costs a tenth more per streamed chunk, a bare ``(?=<tool_call>)`` 20x on prose)."""
+    cores = sorted(dict.fromkeys(cores), key=len, reverse=True)
+    plain = then_space(*literals(cores))
+    if not calls or not calls.get("repeats"):
+        return plain
     if "open" in calls:
-        olits = {x.lstrip() for x in ([calls["open"]] if isinstance(calls["open"], str) else calls["open"]) if x.strip()}
-        first = {x[0] for x in olits}
-        if len(first) != 1:
-            return
-        c = first.pop()
-        rest = "|".join(_esc(x[1:]) for x in sorted(olits, key=len, reverse=True))
+        bounds = [esc(x) for x in sorted({calls["open"]} if isinstance(calls["open"], str) else set(calls["open"]), key=len, reverse=True)]
     else:
-        opener = _LEADING_SPACE.sub("", calls["open_pattern"], count=1)
-        m = _LITERAL_START.match(opener)
-        if not m or re.search(r"\(\?P=|\(\?&|\\g<|\(\?<[=!]", opener):
-            return
-        c, rest = m.group(0)[-1], re.sub(r"\(\?P<\w+>", "(?:", opener[m.end():])  # captures belong to the call's open
-    if not rest or any(not x.startswith(c) for x in cores):
-        return
-    branches = [_esc(x[1:]) for x in sorted(cores, key=len, reverse=True)]
-    content.pop("close")
-    content["close_pattern"] = f"{head}{_esc(c)}(?:{'|'.join(branches)}|(?={rest}))"
+        opener = calls["open_pattern"]
+        lit, rest = _literal_prefix(opener)
+        if not lit or re.search(r"\(\?P=|\(\?&|\\g<|\(\?<[=!]|\(\?\d|\(\?R", rest):
+            return plain
+        rest = re.sub(r"\(\?P<\w+>", "(?:", rest)  # captures belong to the call's open
+        bounds = [esc(lit) + (f"(?={rest})" if rest else "")]
+    c = cores[0][:1] if cores else ""
+    if not c or any(not x.startswith(c) for x in cores) or any(not b.startswith(esc(c)) for b in bounds):
+        return plain
+    tail = then_space(*(esc(x[1:]) for x in cores))
+    return f"{esc(c)}(?:{tail}|{'|'.join(b[len(esc(c)):] for b in bounds)})"
 
 
-_LEADING_SPACE = re.compile(r"^(?:\\s\{0,\d+\}|\\s\*|\\n\{\d,\d\}|\\n\?)")
-_LITERAL_START = re.compile(r"^(?:\\[^\w\s]|[^\\(\[.^$|?*+{\s])")
+_TOKEN = re.compile(r"\\([^\w])|\\([ntr])|([^\\()\[\].^$|?*+{}])", re.S)
+
+
+def _literal_prefix(pattern: str) -> tuple[str, str]:
+    """(the literal text every match of ``pattern`` starts with, the pattern after it); ``("", pattern)``
+    when the pattern branches at its top level, where no prefix is common to every match."""
+    depth, i, in_class = 0, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return "", pattern
+        i += 1
+    out, i = [], 0
+    while (m := _TOKEN.match(pattern, i)) and not re.match(r"[?*+{]", pattern[m.end() : m.end() + 1]):
+        out.append(m.group(1) or {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(2) or "") or m.group(3))
+        i = m.end()
+    return "".join(out), pattern[i:]
 
 
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
@@ -171,15 +180,15 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
                 # Thinking), so the call's (or section's) opening token also ends it.
-                f["close_pattern"] = f"{re.escape(r.end)}|(?={'|'.join(map(re.escape, openers))})"
+                f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
-                f["close"] = r.end
+                f["close_pattern"] = then_space(esc(r.end))
             f["content"] = "text"
             fields[reasoning_field] = f
         elif r.end:
             # Only an end delimiter: what precedes it is reasoning, if it comes at all. The lookahead
             # decides that exactly, at the price of holding a stream back until it does.
-            fields[reasoning_field] = {"open_pattern": rf"\A(?=[\s\S]*?{re.escape(r.end)})", "close": r.end, "content": "text"}
+            fields[reasoning_field] = {"open_pattern": rf"\A(?=[\s\S]*?{esc(r.end)})", "close_pattern": then_space(esc(r.end)), "content": "text"}
             warnings.append(f"reasoning has no start marker, only the end {r.end!r}: a stream is held back until it or the end of the message arrives")
     if t.format != "NONE":
         field, tool_warnings = tool_field(a)
@@ -200,15 +209,16 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         if last and anchor.rstrip().endswith(last[0]) and last[0] not in followers:
             followers.append(last[0])
     if c.mode == "ALWAYS_WRAPPED":
+        # An explicit field: no region is implicit, so whitespace between regions opens nothing.
         f = {"open": c.start}
-        close = gapped(([c.end] if c.end else []) + ends)
+        close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
         if close:
             f["close"] = _one(close)
         f["content"] = "text"
         fields["content"] = f
     else:
-        close = with_trailing_newline(gapped(([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers), ends)
-        f = {"close": _one(close)} if close else {}
+        cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
+        f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"))} if cores else {}
         f["content"] = "text"
         fields["content"] = f
     anchors = list(a.turn.anchors)
@@ -227,7 +237,6 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     else:
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")
-    _stop_at_calls(fields)
     for name, f in fields.items():
         for key in ("open", "close"):
             if isinstance(f.get(key), list) and (pattern := factored(f[key])):

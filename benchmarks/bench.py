@@ -73,16 +73,22 @@ def median_time(fn, repeats: int, setup=None) -> float:
     return statistics.median(times)
 
 
-def paired_min(fa, fb, repeats: int) -> tuple[float, float]:
-    """Best times of ``fa`` and ``fb``, run alternately: a ratio of two medians taken minutes apart on
-    a shared machine moves by 10-20%; the best of alternating runs is what each costs when undisturbed."""
+PAIRED = 11  # alternating pairs of runs behind a ratio
+
+
+def paired_ratio(fa, fb, repeats: int) -> tuple[float, float, float]:
+    """(median over pairs of time(fb) / time(fa), best time of fa, best time of fb), the two run back to
+    back ``repeats`` times. A ratio of two medians taken minutes apart on a shared machine moves by
+    10-20%, and one of two bests by 5-10% (a hand-written template against a copy of itself measured
+    0.89-1.03); a pair's two runs share the machine's state, so the median of pair ratios held that
+    copy within 1.00 +- 0.03."""
     ta, tb = [], []
     for _ in range(repeats):
         for f, ts in ((fa, ta), (fb, tb)):
             t = time.perf_counter()
             f()
             ts.append(time.perf_counter() - t)
-    return min(ta), min(tb)
+    return statistics.median(b / a for a, b in zip(ta, tb)), min(ta), min(tb)
 
 
 def corpus(only: list[str]) -> list[tuple[str, str]]:
@@ -220,12 +226,13 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
     from transformers.cli.serving.utils import _RESPONSE_TEMPLATE_FALLBACKS
 
     fallbacks = {t: spec for types, spec in _RESPONSE_TEMPLATE_FALLBACKS.items() for t in types}
-    print(f"\n== parse (MB/s, median of {repeats}; next to a hand-written template, both the best of {max(repeats, 5)} "
-          f"alternating runs; ratio = hand-written time / emitted time) ==")
+    print(f"\n== parse (MB/s, median of {repeats}; next to a hand-written template, the best of {PAIRED} "
+          f"alternating runs; ratio = hand-written time / emitted time, median of the {PAIRED} pairs; a/a = the "
+          f"same for the hand-written template against a copy of itself: the noise) ==")
     print(f"{'template':40} {'text':9} {'KB':>5} {'one-shot':>8} {'stream':>7} {'hand 1s':>7} {'hand st':>7} "
-          f"{'ratio 1s':>8} {'ratio st':>8} {'held':>5} {'delim':>5}")
+          f"{'ratio 1s':>8} {'ratio st':>8} {'a/a 1s':>6} {'a/a st':>6} {'held':>5} {'delim':>5}")
     msgs = long_messages()
-    ratios, holds, over, by_design = [], [], [], []
+    ratios, noise, holds, over, by_design = [], [], [], [], []
     for name, src in templates:
         try:
             res = api.infer_result(src, TOKENS)
@@ -258,26 +265,31 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
                     over.append(f"{name} ({label}): {held} > {longest}")
             line = f"{name[:40]:40} {label:9} {kb:5.0f} {kb / 1e3 / t1:8.2f} {kb / 1e3 / ts:7.2f}"
             if hand is not None:
-                t1, h1 = paired_min(lambda: one_shot(template, prompt, text), lambda: one_shot(hand, prompt, text), max(repeats, 5))
-                ts, hs = paired_min(lambda: streamed(template, prompt, text), lambda: streamed(hand, prompt, text), max(repeats, 5))
+                copy = json.loads(json.dumps(hand))  # an equal template that shares no object with it
+                r1, _, h1 = paired_ratio(lambda: one_shot(template, prompt, text), lambda: one_shot(hand, prompt, text), PAIRED)
+                rs, _, hs = paired_ratio(lambda: streamed(template, prompt, text), lambda: streamed(hand, prompt, text), PAIRED)
+                a1 = paired_ratio(lambda: one_shot(copy, prompt, text), lambda: one_shot(hand, prompt, text), PAIRED)[0]
+                as_ = paired_ratio(lambda: streamed(copy, prompt, text), lambda: streamed(hand, prompt, text), PAIRED)[0]
                 theirs, hheld = streamed(hand, prompt, text)
                 same = "" if normal(theirs) == normal(ours) else "  (parses differ)"
-                ratios.append((h1 / t1, hs / ts))
-                line += f" {kb / 1e3 / h1:7.2f} {kb / 1e3 / hs:7.2f} {h1 / t1:8.2f} {hs / ts:8.2f}"
+                ratios.append((r1, rs))
+                noise += [a1, as_]
+                line += f" {kb / 1e3 / h1:7.2f} {kb / 1e3 / hs:7.2f} {r1:8.2f} {rs:8.2f} {a1:6.2f} {as_:6.2f}"
                 line += f" {held:5d} {longest:5d}  hand-written held {hheld}{same}"
             else:
-                line += f" {'':7} {'':7} {'':8} {'':8} {held:5d} {longest:5d}"
+                line += f" {'':7} {'':7} {'':8} {'':8} {'':6} {'':6} {held:5d} {longest:5d}"
             print(line)
     if ratios:
         print(f"{'ratio (min over hand-written families)':40} one-shot {min(r[0] for r in ratios):.2f}, "
               f"stream {min(r[1] for r in ratios):.2f}; median {statistics.median(r[0] for r in ratios):.2f} / "
-              f"{statistics.median(r[1] for r in ratios):.2f}")
+              f"{statistics.median(r[1] for r in ratios):.2f}; a/a (noise) {min(noise):.2f}-{max(noise):.2f}")
     print(f"hold-back: max {max(holds) if holds else 0} characters; over the longest delimiter: {len(over)}")
     for o in over:
         print(f"  {o}")
     for o in by_design:
         print(f"  by design: {o}")
-    return {"ratio_min": min((min(r) for r in ratios), default=None), "held_over": len(over)}
+    return {"ratio_min": min((min(r) for r in ratios), default=None), "noise_min": min(noise, default=None),
+            "held_over": len(over)}
 
 
 # -- 4. the tokenizer-load hook ---------------------------------------------------------------------------
@@ -376,7 +388,7 @@ def main(argv=None) -> int:
     # machine-bound target was set in time on llama.cpp's
     # reference machine, so it is also checked scaled by how much slower jinja2's compile is here than
     # there (13.6 ms median for the corpus), the one workload measured on both.
-    checks = []
+    checks, par = [], False
     s = summary.get("infer")
     if s:
         checks += [
@@ -389,6 +401,7 @@ def main(argv=None) -> int:
     p = summary.get("parse")
     if p and p["ratio_min"] is not None:
         checks.append(("parse ratio vs hand-written >= 1.0 (min)", p["ratio_min"], 1.0, "x", False))
+        par = p["ratio_min"] < 1.0 and p["noise_min"] is not None and p["ratio_min"] >= p["noise_min"]
     if p:
         checks.append(("hold-back <= longest delimiter", p["held_over"], 0, "over", False))
     if "hook" in summary:
@@ -402,6 +415,8 @@ def main(argv=None) -> int:
                      "over": lambda v: f"{v:8d} over"}[unit]
             met = (lambda lim: value >= lim) if unit == "x" else (lambda lim: value <= lim)
             line = f"{'met ' if met(limit) else 'MISS'} {label:44} {shown(value)}"
+            if unit == "x" and par:
+                line += f"   within the noise: hand-written vs itself measured down to {p['noise_min']:.2f}"
             if bound and scale:
                 line += f"   scaled {'met ' if met(limit * scale) else 'MISS'} (limit here {shown(limit * scale).strip()})"
             print(line)

@@ -1,0 +1,82 @@
+"""What the emitter's delimiters promise, checked with transformers' own parser on hand-written model
+output (one-shot and streamed a character at a time): whitespace between regions never wipes the
+content, and the content's bound at the next call never fires on text that is not a call."""
+
+import json
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+from autoparser.emit import _literal_prefix
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def template(name: str) -> dict:
+    return json.loads((MODELS / f"{name}.response.json").read_text(encoding="utf-8"))
+
+
+def both(spec: dict, text: str) -> list[dict]:
+    """The message parsed in one shot and streamed one character at a time."""
+    p = ResponseParser(spec, prefix="")
+    for ch in text:
+        p.feed(ch)
+    return [parse_response(text, spec, prefix=""), p.finalize()[0]]
+
+
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("gap", ["", "\n", "\n\n\n", " \n \t\n"])
+@pytest.mark.parametrize("end", ["<|im_end|>", "<|im_end|>\n", ""])
+def test_whitespace_between_regions_never_wipes_content(gap, end):
+    text = f"<think>\nPlan.\n</think>\n\nLet me check.\n\n{CALL}{gap}{CALL}{gap}{end}"
+    for msg in both(template("chatml-think"), text):
+        assert msg["content"] == "Let me check."
+        assert msg["thinking"] == "Plan."
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather", "get_weather"]
+
+
+def test_whitespace_after_reasoning_before_a_call_keeps_earlier_content():
+    """Interleaved reasoning: content, a reasoning block, then a call after a blank line."""
+    text = f"Let me check.<think>Which city?</think>\n\n{CALL}<|im_end|>"
+    for msg in both(template("chatml-think"), text):
+        assert msg["content"] == "Let me check."
+        assert len(msg["tool_calls"]) == 1
+
+
+@pytest.mark.parametrize("opener", ["<invoke:bad name>", "<invoke:>", "<invoke:x"])
+def test_the_bound_at_the_next_call_never_fires_on_a_non_call(opener):
+    """The content's close matches where a call opens so its search stops there; on text that only
+    looks like the start of a call it must not match at all, or it would cut the content."""
+    spec = template("tag-json")
+    assert "invoke:(?=" in spec["fields"]["content"]["close_pattern"]
+    text = f"Before {opener} after.<|end|>"
+    for msg in both(spec, text):
+        assert msg["content"] == f"Before {opener} after."
+        assert "tool_calls" not in msg
+
+
+def test_a_call_right_after_content_opens_at_its_marker():
+    spec = template("tag-json")
+    text = 'Sure.<invoke:get_weather>{"city": "Paris"}</invoke>\n<|end|>'
+    for msg in both(spec, text):
+        assert msg["content"] == "Sure."
+        assert msg["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+
+
+@pytest.mark.parametrize(
+    "pattern, literal, rest",
+    [
+        (r"<\|tool_call>call:(?P<name>[\w.\-/]+)", "<|tool_call>call:", r"(?P<name>[\w.\-/]+)"),
+        ("<tool_call>\\\n<function=(?P<name>x)>", "<tool_call>\n<function=", "(?P<name>x)>"),
+        (r"<x>?y", "<x", r">?y"),  # a quantified character is not common to every match
+        (r"a|b", "", r"a|b"),  # top-level alternatives share no prefix
+        (r"(?:<s>\s*)?<c>", "", r"(?:<s>\s*)?<c>"),
+        (r"[ab]c", "", r"[ab]c"),
+        (r"\[A\](?:x|y)", "[A]", r"(?:x|y)"),
+    ],
+)
+def test_literal_prefix(pattern, literal, rest):
+    assert _literal_prefix(pattern) == (literal, rest)
