@@ -1,11 +1,13 @@
-"""Analysis -> response_template. The only module that knows the response_template format.
+r"""Analysis -> response_template. The only module that knows the response_template format.
 
 Choices that matter for correctness (see transformers' chat_parsing):
 - The implicit ``content`` field overwrites its value each time it closes, so whitespace between
-  explicit regions must never open it: delimiters get literal variants that absorb the gaps the
-  template renders.
-- Literal delimiters stream with zero hold-back; regexes are used only where a name must be captured,
-  or where a literal list is rewritten as an equivalent, faster regex (``factored``).
+  explicit regions must never open it: every close also takes the whitespace after it
+  (``then_space``), which holds a stream back by that whitespace at most. Opens take none before
+  them: a leading ``\s*`` is tried at every space of prose the streaming parser searches.
+- Opens are literal where the format allows; patterns begin with their literal marker, so the
+  ``regex`` module skips to it. Per streamed chunk transformers searches every watched delimiter
+  once, so a delimiter's cost is what a hand-written one's is (benchmarks/bench.py).
 - Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform or join, so
   vLLM and SGLang serve the same template.
 """
