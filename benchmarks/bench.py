@@ -414,9 +414,10 @@ def main(argv=None) -> int:
             shown = {"ms": lambda v: f"{v * 1e3:8.2f} ms", "s": lambda v: f"{v:8.2f} s ", "x": lambda v: f"{v:8.2f}   ",
                      "over": lambda v: f"{v:8d} over"}[unit]
             met = (lambda lim: value >= lim) if unit == "x" else (lambda lim: value <= lim)
-            line = f"{'met ' if met(limit) else 'MISS'} {label:44} {shown(value)}"
-            if unit == "x" and par:
-                line += f"   within the noise: hand-written vs itself measured down to {p['noise_min']:.2f}"
+            status = "met " if met(limit) else "par " if unit == "x" and par else "MISS"
+            line = f"{status} {label:44} {shown(value)}"
+            if status == "par ":
+                line += f"   parity: within the noise (hand-written vs a copy of itself measured down to {p['noise_min']:.2f})"
             if bound and scale:
                 line += f"   scaled {'met ' if met(limit * scale) else 'MISS'} (limit here {shown(limit * scale).strip()})"
             print(line)
