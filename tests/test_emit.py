@@ -80,3 +80,19 @@ def test_a_call_right_after_content_opens_at_its_marker():
 )
 def test_literal_prefix(pattern, literal, rest):
     assert _literal_prefix(pattern) == (literal, rest)
+
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "templates"
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS} (../shared is absent)")
+def test_json_after_the_turn_is_no_end_marker():
+    """Without its eos_token, Mistral Nemo's template writes tool results' JSON right after the last
+    turn; the first word there (``[{"type":``) is data, and content must not close on it."""
+    import autoparser
+
+    src = (CORPUS / "mistralai-Mistral-Nemo-Instruct-2407.jinja").read_text(encoding="utf-8")
+    close = autoparser.infer(src)["fields"]["content"]["close_pattern"]
+    assert "{" not in close.replace("{0,64}", "")
+    text = 'Use [{"type": "x"}] like this.'
+    assert parse_response(text, autoparser.infer(src), prefix="")["content"] == text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import regex as re
+
 from ..diff import MARKER, markers, prefix_len
 from ..errors import AnalysisError, TemplateError
 from ..probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
@@ -27,7 +29,9 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     run = markers(last.lstrip().split("\n\n")[0]) if last.strip() else []
     if run:
         found += [run[0], run[-1]]
-    elif last.strip():  # an end token in no bracket style we know (MiniMax's ``[e~[``): the first word
+    elif last.strip() and not re.match(r"\s*(?:\{|\[\s*[{\[\"'\d])", last):
+        # An end token in no bracket style we know (MiniMax's ``[e~[``): the first word. Not when what
+        # follows is JSON (a template that prints tool results or definitions after the turn).
         found.append(last.split()[0])
     p0 = pr.render(user)
     mid = _between(pr.try_render(user + [assistant(), {"role": "user", "content": USER2}]) or "", CONTENT, USER2)
