@@ -10,7 +10,6 @@ import regex as re
 
 from .analysis.model import Analysis
 from .diff import MARKER
-from .emit_tools import gapped
 
 
 def _alts(words) -> str:
@@ -34,17 +33,17 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         if h.reasoning_words:
             fields[reasoning_field] = {
                 "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
-                "close": gapped(h.ends),
+                "close": list(h.ends),
                 "content": "text",
             }
         fields["tool_calls"] = {
             "open_pattern": rf"(?:{C}\s*\w+\s*)?{R}(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
-            "close": gapped(h.ends),
+            "close": list(h.ends),
             "repeats": True,
             "content": "json",
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
-        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close": gapped(h.ends), "content": "text"}
+        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close": list(h.ends), "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
     words = _alts(h.content_words)

@@ -7,16 +7,6 @@ import regex as re
 from .analysis.model import Analysis, Tools
 from .diff import markers
 
-GAPS = ("", "\n", "\n\n")  # whitespace a template puts before a marker
-
-
-def gapped(marks) -> list[str]:
-    """Each marker with every gap a template puts before it (a marker that brings its own leading
-    whitespace keeps it). For headed messages, where no field is implicit."""
-    out = [m if m[:1].isspace() else g + m for m in marks if m for g in GAPS]
-    return list(dict.fromkeys(out))
-
-
 def then_space(*alternatives: str) -> str:
     r"""A close pattern that also takes the whitespace after the region it ends: whitespace between a
     closed region and the next one (``</tool_call>\n<tool_call>``, ``</tool_call>\n<|im_end|>``) must
@@ -121,7 +111,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
         # ends where the next call's token begins (Kimi K2 Thinking).
-        field["close_pattern"] = then_space(esc(ce)) + f"|(?={re.escape(lead.group(0))})"
+        field["close_pattern"] = then_space(esc(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
         field["close_pattern"] = then_space(esc(ce))
     else:

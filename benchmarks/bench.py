@@ -76,8 +76,8 @@ def median_time(fn, repeats: int, setup=None) -> float:
 PAIRED = 11  # alternating pairs of runs behind a ratio
 
 
-def paired_ratio(fa, fb, repeats: int) -> tuple[float, float, float]:
-    """(median over pairs of time(fb) / time(fa), best time of fa, best time of fb), the two run back to
+def paired_ratio(fa, fb, repeats: int) -> tuple[float, float]:
+    """(median over pairs of time(fb) / time(fa), best time of fb), the two run back to
     back ``repeats`` times. A ratio of two medians taken minutes apart on a shared machine moves by
     10-20%, and one of two bests by 5-10% (a hand-written template against a copy of itself measured
     0.89-1.03); a pair's two runs share the machine's state, so the median of pair ratios held that
@@ -88,7 +88,7 @@ def paired_ratio(fa, fb, repeats: int) -> tuple[float, float, float]:
             t = time.perf_counter()
             f()
             ts.append(time.perf_counter() - t)
-    return statistics.median(b / a for a, b in zip(ta, tb)), min(ta), min(tb)
+    return statistics.median(b / a for a, b in zip(ta, tb)), min(tb)
 
 
 def corpus(only: list[str]) -> list[tuple[str, str]]:
@@ -266,8 +266,8 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
             line = f"{name[:40]:40} {label:9} {kb:5.0f} {kb / 1e3 / t1:8.2f} {kb / 1e3 / ts:7.2f}"
             if hand is not None:
                 copy = json.loads(json.dumps(hand))  # an equal template that shares no object with it
-                r1, _, h1 = paired_ratio(lambda: one_shot(template, prompt, text), lambda: one_shot(hand, prompt, text), PAIRED)
-                rs, _, hs = paired_ratio(lambda: streamed(template, prompt, text), lambda: streamed(hand, prompt, text), PAIRED)
+                r1, h1 = paired_ratio(lambda: one_shot(template, prompt, text), lambda: one_shot(hand, prompt, text), PAIRED)
+                rs, hs = paired_ratio(lambda: streamed(template, prompt, text), lambda: streamed(hand, prompt, text), PAIRED)
                 a1 = paired_ratio(lambda: one_shot(copy, prompt, text), lambda: one_shot(hand, prompt, text), PAIRED)[0]
                 as_ = paired_ratio(lambda: streamed(copy, prompt, text), lambda: streamed(hand, prompt, text), PAIRED)[0]
                 theirs, hheld = streamed(hand, prompt, text)

@@ -33,7 +33,8 @@ def test_verify_catches_a_broken_template():
     src = (MODELS / "chatml-think.jinja").read_text(encoding="utf-8")
     broken = json.loads((MODELS / "chatml-think.response.json").read_text(encoding="utf-8"))
     thinking = broken["fields"]["thinking"]
-    thinking.pop("close", None), thinking.pop("close_pattern", None)
+    thinking.pop("close", None)
+    thinking.pop("close_pattern", None)
     thinking["close"] = "</thought>"  # wrong end marker
     report = verify(src, broken)
     assert not report.passed
