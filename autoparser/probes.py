@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from itertools import chain, product
 
-from .diff import MARKER, common_suffix_at, unsplit_prefix
+from .diff import MARKER, common_suffix_at, prefix_len, unsplit_prefix
 from .errors import TemplateError
 from .render import REASONING_KEYS, Renderer, constant
 
@@ -64,6 +64,44 @@ def assistant(content: str | None = CONTENT, reasoning: str | None = None, calls
     return msg
 
 
+def same_user_turn(prompt: str, full: str, user: str) -> str:
+    """``full`` with everything up to the last user message's text taken from ``prompt``, when the two
+    part before that text ends: a template that renders the last user turn differently when an
+    assistant turn follows (a system prompt merged into the last user message, a turn counter) still
+    generates after the prompt as it is; what the history shows of that user turn is no generation."""
+    pe = prompt.rfind(user)
+    fe = full.rfind(user)
+    if pe < 0 or fe < 0 or full.startswith(prompt):
+        return full
+    pe, fe = pe + len(user), fe + len(user)
+    if prefix_len(prompt, full) < pe:
+        full = prompt[:pe] + full[fe:]
+    return _same_spacing(prompt, full)
+
+
+def _same_spacing(prompt: str, full: str) -> str:
+    """``full`` continuing ``prompt`` exactly when the two differ only in whitespace after their common
+    prefix: blank lines around the assistant header (a separate loop renders history turns) are layout,
+    not text a model writes; the model writes after the prompt's header."""
+    k = prefix_len(prompt, full)
+    if k == len(prompt):
+        return full
+    i, j = k, k
+    while i < len(prompt):
+        if prompt[i].isspace():
+            i += 1
+        elif j < len(full) and full[j].isspace():
+            j += 1
+        elif j < len(full) and full[j] == prompt[i]:
+            i, j = i + 1, j + 1
+        else:
+            return full
+    tail = len(prompt) - len(prompt.rstrip())  # the prompt's own closing whitespace, where the full has some
+    while tail and j < len(full) and full[j].isspace():
+        tail, j = tail - 1, j + 1
+    return prompt + full[j:]
+
+
 @dataclass(frozen=True)
 class Generation:
     """What a model would generate after ``prompt`` to produce the final assistant message.
@@ -97,6 +135,7 @@ class Prober:
         self._renders: dict = {}  # (messages as rendered, tools, switches the template reads) -> text or error
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
+        self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
         # A template reads a message's reasoning by a key it spells (``message.reasoning_content``,
         # ``'thinking' in message``); one that spells none cannot render it, so no probe asks.
         self.reads_reasoning = any(k in renderer.source for k in REASONING_KEYS)
@@ -134,12 +173,16 @@ class Prober:
     def _render_new(self, msgs: list[dict], tools, kw: dict) -> str:
         while True:
             try:
-                return self.r.render(msgs, tools=tools, **kw, **{n: json.dumps(tools or [], ensure_ascii=False) for n in self.tool_vars})
+                bound = {n: json.dumps(tools or [], ensure_ascii=False) for n in self.tool_vars}
+                return self.r.render(msgs, tools=tools, **kw, **bound, **{n: "" for n in self.token_vars})
             except TemplateError as e:
                 m = re.search(r"'(\w+)' is undefined", e.message)
-                if not m or m.group(1) in self.tool_vars or m.group(1) in kw or len(self.tool_vars) >= 3:
+                name = m.group(1) if m else None
+                if not name or name in self.tool_vars or name in self.token_vars or name in kw or len(self.tool_vars) + len(self.token_vars) >= 4:
                     raise
-                self.tool_vars.append(m.group(1))
+                # transformers passes every special token (``*_token``) to the template; one the caller
+                # did not give renders empty, as ``{{ eos_token }}`` would, instead of failing ``'' + eos_token``.
+                (self.token_vars if name.endswith("_token") else self.tool_vars).append(name)
 
     def _pick_empty_content(self) -> None:
         """Prefer ``content: None`` with tool calls unless the template prints it ("None", "null")."""
@@ -261,6 +304,7 @@ class Prober:
             # The template appends the next assistant header whether asked or not: the rendered turn
             # ends with it too, and a model stops before it.
             full = full[: len(full) - common_suffix_at(prompt, len(prompt), full, len(full))]
+        full = same_user_turn(prompt, full, USER)
         k = unsplit_prefix(prompt, full)
         if k == len(prompt):
             return Generation(prompt, full[k:], True, "", full)

@@ -14,7 +14,7 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from .analysis.model import Analysis
 from .diff import MARKER, _marker_spans, common_suffix_at, prefix_len
-from .probes import Prober, assistant
+from .probes import Prober, assistant, same_user_turn
 from .render import REASONING_KEYS, Renderer, budget, constant
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
@@ -240,6 +240,7 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     full = pr.try_render(msgs + [m], gen=False, mode=mode, tools=VERIFY_TOOLS)
     if prompt is None or full is None:
         return None
+    full = same_user_turn(prompt, full, msgs[-1]["content"])
     k = _split(prompt, full)
     ends = a.turn.end_markers + a.tools.end_markers
     if k < len(prompt):  # a template that closes every conversation with a fixed trailer (Command R+)
