@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,9 +18,10 @@ from .analysis.reasoning import analyze_reasoning
 from .analysis.tools import analyze_tools
 from .analysis.turn import analyze_turn
 from .emit import emit
-from .errors import AnalysisError, AutoparserError
+from .errors import AnalysisError, AutoparserError, VerificationError
 from .probes import Prober, probe_text
 from .render import Renderer, budget
+from .verdict import settle
 
 TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))
 
@@ -29,6 +32,7 @@ class Result:
     analysis: Analysis
     warnings: tuple[str, ...] = ()
     hash: str = ""
+    verdict: dict | None = None  # None: not verified (see autoparser.verdict)
 
 
 def template_hash(chat_template: str, special_tokens: dict | None = None) -> str:
@@ -58,21 +62,59 @@ def analyze(chat_template: str, special_tokens: dict | None = None, *, where: st
     return wa.apply(analysis, chat_template, wa.load_dir(workarounds_dir))
 
 
-def infer_result(chat_template: str, special_tokens: dict | None = None, *, where: str | None = None, reasoning_field: str = "thinking", workarounds_dir: str | None = None) -> Result:
+MEMO_SIZE = 256
+_memo: dict[tuple, Result | VerificationError] = {}  # in-process: a repeat call costs a hash, not an analysis
+
+
+def forget() -> None:
+    """Drop remembered results (benchmarks; or after editing the analyzer in a live session)."""
+    _memo.clear()
+
+
+def infer_result(chat_template: str, special_tokens: dict | None = None, *, where: str | None = None, reasoning_field: str = "thinking",
+                 workarounds_dir: str | None = None, verify: bool = True) -> Result:
+    """Analyse, emit and (unless ``verify=False``) round-trip the result: a field that parses wrongly is left
+    out (``Result.verdict`` says which); ``VerificationError`` when content itself does not round-trip.
+    Remembered per template, special tokens, reasoning field and verify flag; callers get their own copy."""
+    key = (template_hash(chat_template, special_tokens), reasoning_field, verify, workarounds_dir)
+    hit = _memo.get(key)
+    if hit is None:
+        try:
+            hit = _infer(chat_template, special_tokens, where, reasoning_field, workarounds_dir, verify)
+        except VerificationError as e:  # deterministic; budget failures (TemplateError) are not remembered
+            hit = e
+        if len(_memo) >= MEMO_SIZE:
+            _memo.pop(next(iter(_memo)))
+        _memo[key] = hit
+    if isinstance(hit, VerificationError):
+        raise VerificationError(hit.message, where or hit.where, copy.deepcopy(hit.verdict))
+    return dataclasses.replace(hit, template=copy.deepcopy(hit.template), verdict=copy.deepcopy(hit.verdict))
+
+
+def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_dir, verify) -> Result:
     a = analyze(chat_template, special_tokens, where=where, workarounds_dir=workarounds_dir)
     try:
         template, warnings = emit(a, reasoning_field)
     except ValueError as e:
         raise AnalysisError(f"emitted template rejected by transformers: {e}", where) from None
+    verdict = None
+    if verify:
+        try:
+            template, reduced_warnings, verdict = settle(chat_template, special_tokens, a, template, reasoning_field)
+        except VerificationError as e:
+            e.where = e.where or where
+            raise
+        warnings = warnings if reduced_warnings is None else reduced_warnings
     for name in ("bos_token", "eos_token"):
         if re.search(rf"\b{name}\b", chat_template) and not (special_tokens or {}).get(name):
             warnings.append(f"the template reads {name}, which was not given, so it rendered empty; markers it writes may be missing (CLI: --token {name}=...)")
     leaked = sorted(set(probe_text(json.dumps(template, ensure_ascii=False))))
     if leaked:  # an analysis bug: a delimiter copied from one probe conversation
         warnings.append(f"probe text {', '.join(leaked)} in the template; it will not match real output")
-    return Result(template, a, tuple(warnings), template_hash(chat_template, special_tokens))
+    return Result(template, a, tuple(warnings), template_hash(chat_template, special_tokens), verdict)
 
 
 def infer(chat_template: str, **special_tokens: str) -> dict:
-    """Infer a response_template from a chat template (special tokens such as ``bos_token`` as keywords)."""
+    """A verified response_template for a chat template (special tokens such as ``bos_token`` as keywords);
+    fields that do not round-trip are left out. Raises ``VerificationError`` when content does not."""
     return infer_result(chat_template, special_tokens).template

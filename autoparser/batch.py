@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .api import template_hash
-from .cli import write_atomic
+from .output import record, unwrap, write_atomic
 from .errors import AutoparserError, SourceError
 
 STATE_DIR = ".autoparser-batch"

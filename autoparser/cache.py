@@ -97,7 +97,7 @@ def store(key: str, entry: dict) -> None:
     """Remember ``entry`` in memory and, best effort, on disk (atomically)."""
     _memory[key] = entry
     try:
-        from .cli import write_atomic
+        from .output import write_atomic
 
         write_atomic(_path(key), json.dumps(entry, ensure_ascii=False, indent=1) + "\n")
     except OSError as e:

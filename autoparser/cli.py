@@ -6,43 +6,17 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import sys
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import AutoparserError
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
+from .output import one_line, record, unwrap, write_atomic
 
 def _resolve(source: str, revision: str | None, name: str | None):
     from .hub import resolve
 
     return resolve(source, revision=revision, name=name)
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write via a temporary file and rename, so a killed run never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        try:  # mkstemp makes 0600 files: keep the replaced file's mode, else the umask's default
-            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_UMASK)
-        except OSError:
-            pass
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 @contextmanager
@@ -69,32 +43,35 @@ def _tokens(src, pairs: list[str]) -> dict:
 
 def _cmd_infer(args) -> int:
     from .api import infer_result
+    from .verdict import describe
 
     src = _resolve(args.source, args.revision, args.template)
     src = dataclasses.replace(src, special_tokens=_tokens(src, args.token))
     with _naming(src.where):
-        res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field)
-        if args.explain:
-            for line in res.analysis.log:
-                print(line, file=sys.stderr)
-        for w in res.warnings:
-            print(f"warning: {src.where}: {w}", file=sys.stderr)
-        out = dict(res.template)
-        status = 0
-        if args.verify:
-            from .verify import verify
-
-            report = verify(src.template, res.template, src.special_tokens, analysis=res.analysis, reasoning_field=args.reasoning_field)
-            status = _say_verdict(report)
-    text = json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+        res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field, verify=not args.no_verify)
+    if args.explain:
+        for line in res.analysis.log:
+            print(line, file=sys.stderr)
+    for w in res.warnings:
+        print(f"warning: {src.where}: {w}", file=sys.stderr)
+    if res.verdict and res.verdict["status"] == "full":  # a degraded one is a warning above
+        print(f"verify: {describe(res.verdict)}", file=sys.stderr)
+    for why in (res.verdict or {}).get("limits", []):
+        print(f"verify: {why}", file=sys.stderr)
     if args.output:
         try:
-            write_atomic(args.output, text)
+            write_atomic(args.output, record(res.template, res.verdict))
         except OSError as e:
             raise AutoparserError(f"cannot write: {e.strerror or e}", args.output) from None
     else:
-        sys.stdout.write(text)
-    return status
+        sys.stdout.write(json.dumps(res.template, indent=2, ensure_ascii=False) + "\n")
+    if args.serve:
+        from .serve import guidance
+
+        model = "MODEL" if Path(args.source).is_file() else args.source
+        for line in guidance(res.template, args.serve, model):
+            print(f"serve: {line}", file=sys.stderr)
+    return 1 if args.strict and res.verdict and res.verdict["status"] != "full" else 0
 
 
 def _cmd_verify(args) -> int:
@@ -108,8 +85,7 @@ def _cmd_verify(args) -> int:
             rt = json.loads(Path(args.response_template).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise AutoparserError(f"cannot read response template: {e}", args.response_template) from None
-        if isinstance(rt, dict) and "response_template" in rt and "fields" not in rt:
-            rt = rt["response_template"]
+        rt = unwrap(rt)
     with _naming(src.where):
         report = verify(src.template, rt, src.special_tokens)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
@@ -124,6 +100,8 @@ def _say_verdict(report) -> int:
         print(f"verify: {why}", file=sys.stderr)
     if summary["first_failure"]:
         print(f"verify: first failure: {summary['first_failure']}", file=sys.stderr)
+    elif summary["reason"]:
+        print(f"verify: {summary['reason']}", file=sys.stderr)
     return 0 if report.passed else 1
 
 
@@ -142,7 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--revision", help="Hub revision")
     i.add_argument("-o", "--output", help="write the JSON here instead of stdout")
     i.add_argument("--explain", action="store_true", help="print each comparison and conclusion on stderr")
-    i.add_argument("--verify", action="store_true", help="round-trip the result on the template's own renderings")
+    i.add_argument("--no-verify", action="store_true", help="skip the round trip on the template's own renderings (on by default: "
+                   "fields that do not round-trip are left out, and a template whose content does not is refused)")
+    i.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    i.add_argument("--strict", action="store_true", help="exit 1 when a field had to be left out")
+    i.add_argument("--serve", choices=["vllm", "sglang"], help="print the server flags that fit the template (on stderr)")
     i.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
     token_help = "a special token the template reads, e.g. eos_token='</s>' (repeatable; model dirs and Hub ids bring theirs)"
     i.add_argument("--token", action="append", metavar="NAME=VALUE", help=token_help)
@@ -163,16 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
         add_arguments(b)
     b.set_defaults(func=_cmd_batch)
     return p
-
-
-MAX_ERROR = 400  # characters of one error line (templates raise messages of any size)
-
-
-def one_line(text: object) -> str:
-    """An error message as one printable line: templates and file names may carry newlines or escapes."""
-    text = re.sub(r"\s*[\r\n]+\s*", " | ", str(text).strip())
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" for c in text)
-    return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 1] + "…"
 
 
 def _error(text: str) -> None:

@@ -27,3 +27,12 @@ class AnalysisError(AutoparserError):
 
 class WorkaroundError(AutoparserError):
     """A workarounds file is malformed."""
+
+
+class VerificationError(AnalysisError):
+    """No response_template inferred from the template round-trips, not even content alone. ``verdict``
+    says which fields failed and the first diverging case (``autoparser.verdict``)."""
+
+    def __init__(self, message: str, where: str | None = None, verdict: dict | None = None):
+        super().__init__(message, where)
+        self.verdict = verdict

@@ -14,7 +14,8 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from .analysis.model import Analysis
 from .diff import MARKER, _marker_spans, common_suffix_at, prefix_len
-from .probes import Prober, assistant, same_user_turn
+from .probes import Prober, assistant, drop_trailer, same_user_turn
+from .errors import TemplateError
 from .render import REASONING_KEYS, Renderer, budget, constant
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
@@ -99,9 +100,24 @@ class Case:
     source: tuple = field(default=(), repr=False, compare=False)  # (msgs, message, mode) to re-render
 
 
+FIELDS = frozenset({"content", "reasoning", "tool_calls", "ids"})
+
+
+def template_fields(response_template: dict, reasoning_field: str = "thinking") -> frozenset[str]:
+    """The fields a response_template parses, in verify's names. Only these are judged: text of a field
+    it lacks (tool calls of a template without ``tool_calls``) must arrive in content instead."""
+    fields = response_template.get("fields") or {} if isinstance(response_template, dict) else {}
+    out = {name for key, name in (("content", "content"), (reasoning_field, "reasoning"), ("tool_calls", "tool_calls")) if key in fields}
+    calls = fields.get("tool_calls")
+    if isinstance(calls, dict) and (not isinstance(calls.get("transform"), dict) or "id" in calls["transform"]):
+        out.add("ids")
+    return frozenset(out)
+
+
 @dataclass
 class Report:
     cases: list[Case]
+    fields: frozenset = FIELDS  # what the response_template parses (``template_fields``)
 
     @property
     def passed(self) -> bool:
@@ -131,11 +147,23 @@ class Report:
     def first_failure(self) -> Case | None:
         return next((c for c in self.cases if c.status == "fail"), None)
 
+    def first_line(self) -> str | None:
+        """The first diverging case as one line, or None."""
+        first = self.first_failure()
+        return None if first is None else f"{first.name!r} (mode {first.mode}, history {first.history}): {_first_line(first)}"
+
+    def reason(self) -> str | None:
+        """Why the report did not pass, in one line; None when it passed."""
+        if self.passed:
+            return None
+        if self.first_failure() is None:
+            why = next((c.error for c in self.cases if c.error), "no probe messages")
+            return f"no probe message rendered: {why}"
+        return self.first_line()
+
     def summary(self) -> dict:
         """The verdict without the renderings: what ``infer --verify`` prints and ``batch`` records."""
-        first = self.first_failure()
-        line = None if first is None else f"{first.name!r} (mode {first.mode}, history {first.history}): {_first_line(first)}"
-        return {**self._verdict(), "first_failure": line}
+        return {**self._verdict(), "first_failure": self.first_line(), "reason": self.reason()}
 
     def to_dict(self) -> dict:
         first = self.first_failure()
@@ -240,13 +268,16 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     full = pr.try_render(msgs + [m], gen=False, mode=mode, tools=VERIFY_TOOLS)
     if prompt is None or full is None:
         return None
+    without = pr.try_render(msgs, gen=False, mode=mode, tools=VERIFY_TOOLS)
+    real = prompt  # what the model is given; the split below reads the renderings without their trailer
+    prompt, without, full = drop_trailer(prompt, without, full)
     full = same_user_turn(prompt, full, msgs[-1]["content"])
     k = _split(prompt, full)
     ends = a.turn.end_markers + a.tools.end_markers
     if k < len(prompt):  # a template that closes every conversation with a fixed trailer (Command R+)
-        trailed = Prober._after_trailer(prompt, pr.try_render(msgs, gen=False, mode=mode, tools=VERIFY_TOOLS), full)
+        trailed = Prober._after_trailer(prompt, without, full)
         if trailed is not None:
-            return prompt, _cut(trailed, ends), "exact"
+            return real, _cut(trailed, ends), "exact"
     full = full[: _turn_end(full, k, pr.try_render(msgs + [REF], gen=False, mode=mode, tools=VERIFY_TOOLS))]
     dropped, rest = prompt[k:], full[k:]
     rest = rest[_overlap(dropped, rest):]
@@ -256,16 +287,16 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     # reasoning (and its end) while keeping the opener (Nemotron Nano v2), or dropped the opener too.
     opened = bool(r.start and r.end) and prompt.rstrip().endswith(r.start) and r.end not in rest
     if not dropped and not opened:
-        return prompt, _cut(rest, ends), "exact"
+        return real, _cut(rest, ends), "exact"
     if r.end and r.end in dropped:  # closed reasoning prefill: the model continues after it
         if reasoning:
             return None
-        return prompt, _cut(rest, ends), "prefill-dropped"
+        return real, _cut(rest, ends), "prefill-dropped"
     if opened or (r.end and (r.start in dropped or not r.start)):  # open reasoning prefill (any, with delimiter-only reasoning)
         if reasoning and reasoning in rest:  # rendered elsewhere, not where a model writes it
             return None
         body = rest if rest.lstrip().startswith(r.end) else f"{r.end}\n\n{rest}"
-        return prompt, _cut(f"{reasoning}\n{body}", ends), "synthesized"
+        return real, _cut(f"{reasoning}\n{body}", ends), "synthesized"
     return None
 
 
@@ -325,18 +356,25 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
     return exp
 
 
-def _compare(exp: dict, got: dict, reasoning_field: str) -> dict[str, str]:
+def _compare(exp: dict, got: dict, reasoning_field: str, fields: frozenset = FIELDS) -> dict[str, str]:
+    """Each judged field of ``got`` against ``exp``. Reasoning and tool calls the template does not parse
+    are expected in content: its text, and each call's name."""
     res = {}
-    if "content" in exp or (got.get("content") or "").strip():
-        res["content"] = "pass" if (got.get("content") or "").strip() == exp.get("content", "") else "fail"
-    if "thinking" in exp or (got.get(reasoning_field) or "").strip():
+    content = (got.get("content") or "").strip()
+    spilled = [exp["thinking"]] if "thinking" in exp and "reasoning" not in fields else []
+    spilled += [c["name"] for c in exp.get("tool_calls", [])] if "tool_calls" not in fields else []
+    if "content" in fields and spilled:
+        res["content"] = "pass" if all(x in content for x in [exp.get("content", ""), *spilled]) else "fail"
+    elif "content" in fields and ("content" in exp or content):
+        res["content"] = "pass" if content == exp.get("content", "") else "fail"
+    if "reasoning" in fields and ("thinking" in exp or (got.get(reasoning_field) or "").strip()):
         res["reasoning"] = "pass" if (got.get(reasoning_field) or "").strip() == exp.get("thinking", "") else "fail"
-    if "tool_calls" in exp or got.get("tool_calls"):
+    if "tool_calls" in fields and ("tool_calls" in exp or got.get("tool_calls")):
         want = exp.get("tool_calls", [])
         have = _norm_calls(got.get("tool_calls"))
         names_args = [(c["name"], c["arguments"]) for c in want] == [(c["name"], c["arguments"]) for c in have]
         res["tool_calls"] = "pass" if names_args else "fail"
-        if any(c["id"] for c in want):
+        if "ids" in fields and any(c["id"] for c in want):
             res["ids"] = "pass" if [c["id"] for c in want if c["id"]] == [c["id"] for c in have if c["id"]] else "fail"
     return res
 
@@ -373,10 +411,11 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
     from . import api
 
     if response_template is None or analysis is None:
-        res = api.infer_result(chat_template, special_tokens)
+        res = api.infer_result(chat_template, special_tokens, verify=False)
         analysis = analysis or res.analysis
         response_template = response_template or res.template
     cases: list[Case] = []
+    fields = template_fields(response_template, reasoning_field)
     pr = _prober(chat_template, special_tokens, api.TIME_BUDGET)
     for name, m in messages or probe_messages():
         with budget(api.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
@@ -389,13 +428,26 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
                         cases.append(case)
                         found = True
                 if not found:
-                    cases.append(Case(name, "-", hist, "skip", error="template does not render this message"))
+                    cases.append(Case(name, "-", hist, "skip", error=_unrendered(pr, msgs + [m])))
     for case in cases:
         if case.status == "pass":
-            _check(case, response_template, reasoning_field)
+            _check(case, response_template, reasoning_field, fields)
         if case.status == "fail" and analysis.tools.unreadable:
-            _limit(pr, analysis, case, response_template, reasoning_field)
-    return Report(cases)
+            _limit(pr, analysis, case, response_template, reasoning_field, fields)
+    return Report(cases, fields)
+
+
+def _unrendered(pr: Prober, msgs: list[dict]) -> str:
+    """Why no thinking mode gave a case for this conversation: the template's own error when it raises."""
+    try:
+        full = pr.render(msgs, gen=False, mode=pr.modes[0], tools=VERIFY_TOOLS)
+    except TemplateError as e:
+        return f"the template raises: {e.message}"
+    prompt = pr.try_render(msgs[:-1], gen=True, mode=pr.modes[0], tools=VERIFY_TOOLS)
+    if prompt is not None and not full.startswith(prompt):
+        k = prefix_len(prompt, full)
+        return f"the conversation does not continue the generation prompt: it ends {prompt[k:][:40]!r} where the reply renders {full[k:][:40]!r}"
+    return "template does not render this message"
 
 
 def _case(pr: Prober, a: Analysis, name: str, msgs: list[dict], m: dict, mode: dict, hist: bool) -> Case | None:
@@ -426,7 +478,7 @@ def _kinds(value) -> set[str]:
     return set()
 
 
-def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str) -> None:
+def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
     """A failing case is a limit, not a bug, when its calls carry argument values of a kind the analysis
     found unreadable (Python literals) and the same message without those arguments round-trips."""
     from . import api
@@ -446,7 +498,7 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
         retry = _case(pr, a, case.name, msgs, {**m, "tool_calls": calls}, mode, case.history)
     if retry is None:
         return
-    _check(retry, response_template, reasoning_field)
+    _check(retry, response_template, reasoning_field, fields)
     if retry.status == "pass":
         why = "; ".join(reasons[k] for k in reasons if any(k in ks for ks in dropped.values()))
         case.status = "limit"
@@ -456,17 +508,17 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
 FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "tool_calls"}
 
 
-def _check(case: Case, response_template: dict, reasoning_field: str) -> None:
+def _check(case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
     """Parse the generated text one-shot and streamed; mark the case and each field pass or fail."""
     try:
         case.parsed = parse_response(case.generated, response_template, prefix=case.prompt, tools=VERIFY_TOOLS)
         case.streamed = stream_parse(response_template, case.generated, case.prompt, VERIFY_TOOLS)
     except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
         case.status, case.error = "fail", f"{type(e).__name__}: {e}"
-        case.fields = {FIELD_NAMES[k]: "fail" for k in case.expected}
+        case.fields = {f: "fail" for f in {FIELD_NAMES[k] if FIELD_NAMES[k] in fields else "content" for k in case.expected} & fields}
         return
-    f1 = _compare(case.expected, case.parsed, reasoning_field)
-    f2 = _compare(case.expected, case.streamed, reasoning_field)
+    f1 = _compare(case.expected, case.parsed, reasoning_field, fields)
+    f2 = _compare(case.expected, case.streamed, reasoning_field, fields)
     case.fields = {k: ("pass" if f1.get(k) == f2.get(k) == "pass" else "fail") for k in sorted(set(f1) | set(f2))}
     if any(v == "fail" for v in case.fields.values()):
         case.status = "fail"

@@ -123,12 +123,19 @@ def test_a_broken_response_template_is_caught_with_the_diverging_case():
     assert first["name"] == "m" and "<tool_call>" in first["generated"] and report.per_field()["tool_calls"] == "fail"
 
 
-def test_a_parser_that_drops_a_field_fails():
-    """Never under-claim: content the template rendered but the parser lost is a failure."""
+def test_a_field_the_template_lacks_is_expected_in_content():
+    """Only the fields a response_template has are judged; the text of one it lacks must arrive in content
+    (a degraded template: reasoning as plain content), and a parser that loses that text fails."""
     template = chatml(THINK + "{{ m.content }}")
+    message = {"role": "assistant", "content": "Answer.", "reasoning_content": "Because."}
     no_thinking = rt(thinking=False)  # the reasoning block then lands in content
-    report = run(template, {"role": "assistant", "content": "Answer.", "reasoning_content": "Because."}, no_thinking)
-    assert not report.passed and report.per_field()["reasoning"] == "fail"
+    report = run(template, message, no_thinking)
+    assert report.passed and report.per_field() == {"content": "pass"} and "reasoning" not in report.fields
+    assert "Because." in report.cases[0].parsed["content"]
+    losing = rt(thinking=False)
+    losing["fields"]["content"] = {"close": ["</think>", END], "content": "text"}  # closes twice: the reasoning is overwritten
+    report = run(template, message, losing)
+    assert not report.passed and report.per_field()["content"] == "fail"
 
 
 def test_builtin_probes_pass_on_a_correct_template():
@@ -198,9 +205,9 @@ def test_cli_reports_limits_and_the_first_failure(tmp_path, capsys):
     path.write_text(chatml("{{ m.content or '' }}" + PY_CALLS), encoding="utf-8")
     assert main(["infer", "--verify", str(path)]) == 0
     err = capsys.readouterr().err
-    assert "verify: passed" in err and "verify: not covered: list arguments" in err
+    assert "verify: full (content pass, tool_calls limit)" in err and "verify: not covered: list arguments" in err
     broken = json.loads(json.dumps(py_rt()))
-    del broken["fields"]["tool_calls"]  # every call then parses as content
+    broken["fields"]["tool_calls"]["close"] = "</nope>"  # calls never close
     (tmp_path / "broken.json").write_text(json.dumps(broken), encoding="utf-8")
     assert main(["verify", str(path), "--response-template", str(tmp_path / "broken.json")]) == 1
     out, err = capsys.readouterr()
