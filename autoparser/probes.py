@@ -64,6 +64,20 @@ def assistant(content: str | None = CONTENT, reasoning: str | None = None, calls
     return msg
 
 
+def drop_trailer(prompt: str, without: str | None, full: str) -> tuple[str, str | None, str]:
+    """The three renderings (prompt, conversation without and with the reply) without the text the
+    template writes after every conversation (a stray ``",`` after the last tag, a closing note): it
+    follows the prompt as much as the reply, so it is neither prefill nor generation. Whitespace stays."""
+    if not without or prompt == without:
+        return prompt, without, full
+    n = min(common_suffix_at(prompt, len(prompt), full, len(full)), common_suffix_at(without, len(without), full, len(full)))
+    trailer = full[len(full) - n :].lstrip()
+    if not trailer or NEEDLE.search(trailer) or len(trailer) >= min(len(prompt), len(without)) or not prompt.endswith(trailer) or not without.endswith(trailer):
+        return prompt, without, full
+    t = len(trailer)
+    return prompt[:-t], without[:-t], full[:-t]
+
+
 def same_user_turn(prompt: str, full: str, user: str) -> str:
     """``full`` with everything up to the last user message's text taken from ``prompt``, when the two
     part before that text ends: a template that renders the last user turn differently when an
@@ -80,22 +94,21 @@ def same_user_turn(prompt: str, full: str, user: str) -> str:
 
 
 def _same_spacing(prompt: str, full: str) -> str:
-    """``full`` continuing ``prompt`` exactly when the two differ only in whitespace after their common
-    prefix: blank lines around the assistant header (a separate loop renders history turns) are layout,
-    not text a model writes; the model writes after the prompt's header."""
-    k = prefix_len(prompt, full)
+    """``full`` continuing ``prompt`` exactly when, after their common prefix, the history renders the
+    prompt's closing header with other whitespace around it (blank lines a separate history loop adds),
+    or after a separator the generation prompt leaves out (``\\n`` text a loop writes before every
+    turn). Both are layout, not text a model writes: the model writes after the prompt's header."""
+    k = unsplit_prefix(prompt, full)
     if k == len(prompt):
         return full
-    i, j = k, k
-    while i < len(prompt):
-        if prompt[i].isspace():
-            i += 1
-        elif j < len(full) and full[j].isspace():
-            j += 1
-        elif j < len(full) and full[j] == prompt[i]:
-            i, j = i + 1, j + 1
-        else:
-            return full
+    header = prompt[k:].strip()
+    j = full.find(header, k) if header else k
+    if j < 0 or NEEDLE.search(full, k, j):
+        return full
+    skipped = full[k:j]
+    if skipped.strip() and (MARKER.search(skipped) or len(skipped.strip()) > len(header)):
+        return full  # a separator is short and holds no marker; anything else is a turn of its own
+    j += len(header)
     tail = len(prompt) - len(prompt.rstrip())  # the prompt's own closing whitespace, where the full has some
     while tail and j < len(full) and full[j].isspace():
         tail, j = tail - 1, j + 1
@@ -300,6 +313,7 @@ class Prober:
         if prompt is None or full is None:
             return None
         without = self.try_render(convo, gen=False, mode=mode, tools=tools)
+        prompt, without, full = drop_trailer(prompt, without, full)
         if prompt == without:
             # The template appends the next assistant header whether asked or not: the rendered turn
             # ends with it too, and a model stops before it.
