@@ -4,7 +4,9 @@ Two levels: a dict in this process, and one small JSON file per template under `
 (default: the user cache dir, e.g. ``~/.cache/autoparser``). Each file records a fingerprint of the
 autoparser code that produced it, so a changed analyzer never serves stale results. A file that is
 unreadable, corrupt or from other code is a miss and gets rewritten; cache I/O never raises. Failures are
-remembered in memory only (a time-budget failure on a busy machine must not stick).
+remembered in memory only (a time-budget failure on a busy machine must not stick); a refusal by verification
+is deterministic, so it is stored like a result (no template, its verdict), and a warm load of any template
+costs a file read, not an analysis.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import threading
 from pathlib import Path
 
 from .api import template_hash
-from .errors import AutoparserError
+from .errors import AutoparserError, VerificationError
 
-FORMAT = 1
+FORMAT = 2  # 2: entries carry the verdict; refusals are entries without a template
 logger = logging.getLogger("autoparser")
 _memory: dict[str, dict] = {}
 _failures: dict[str, AutoparserError] = {}
@@ -74,8 +76,11 @@ def _path(key: str) -> Path:
 
 
 def _valid(entry: object, key: str) -> bool:
-    return (isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == key
-            and entry.get("code") == code_fingerprint() and isinstance(entry.get("response_template"), dict))
+    if not (isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == key and entry.get("code") == code_fingerprint()):
+        return False
+    verdict = entry.get("verdict")
+    refused = isinstance(verdict, dict) and verdict.get("status") == "refused" and entry.get("response_template") is None
+    return refused or (isinstance(entry.get("response_template"), dict) and isinstance(verdict, dict))
 
 
 def lookup(key: str) -> dict | None:
@@ -106,11 +111,12 @@ def store(key: str, entry: dict) -> None:
 
 def cached_entry(chat_template: str, special_tokens: dict | None = None, *, where: str | None = None,
                  reasoning_field: str = "thinking") -> dict:
-    """The cache entry for a template, inferring (and storing) it on a miss. Raises ``AutoparserError``."""
+    """The cache entry for a template, inferring (and storing) it on a miss. Raises ``AutoparserError``
+    (``VerificationError`` for a refused template, from the cache too)."""
     key = _key(chat_template, special_tokens, reasoning_field)
     entry = lookup(key)
     if entry is not None:
-        return entry
+        return _refuse(entry, where)
     failure = _failures.get(key)
     if failure is not None:
         raise type(failure)(failure.message, where or failure.where)
@@ -119,20 +125,31 @@ def cached_entry(chat_template: str, special_tokens: dict | None = None, *, wher
     with _lock:  # one analysis at a time: its time budget is wall-clock and its memory guard process-wide
         entry = lookup(key)
         if entry is not None:
-            return entry
+            return _refuse(entry, where)
+        head = {"format": FORMAT, "key": key, "hash": template_hash(chat_template, special_tokens), "code": code_fingerprint(),
+                "reasoning_field": reasoning_field}
         try:
             res = infer_result(chat_template, special_tokens, where=where, reasoning_field=reasoning_field)
+        except VerificationError as e:
+            store(key, {**head, "response_template": None, "verdict": e.verdict, "message": e.message})
+            raise
         except AutoparserError as e:
             _failures[key] = e
             raise
         a = res.analysis
-        entry = {"format": FORMAT, "key": key, "hash": res.hash, "code": code_fingerprint(),
-                 "reasoning_field": reasoning_field, "response_template": res.template,
+        entry = {**head, "response_template": res.template, "verdict": res.verdict,
                  "reasoning": a.reasoning.mode, "tools": a.tools.format, "content": a.content.mode,
                  "warnings": list(res.warnings)}
         store(key, entry)
         return entry
 
+
+def _refuse(entry: dict, where: str | None) -> dict:
+    """``entry``, unless it records a refusal: then its ``VerificationError``."""
+    if entry.get("response_template") is None:
+        raise VerificationError(entry.get("message") or f"no verified response_template: {entry['verdict'].get('reason')}",
+                                where, copy.deepcopy(entry["verdict"]))
+    return entry
 
 def cached_infer(chat_template: str, special_tokens: dict | None = None, *, where: str | None = None,
                  reasoning_field: str = "thinking") -> dict:

@@ -1,7 +1,8 @@
 """Give tokenizers a ``response_template`` at load time.
 
 ``attach(tokenizer)`` infers one from the tokenizer's own chat template (through the cache) when the model
-ships none; ``enable()`` makes every later ``from_pretrained`` (``AutoTokenizer`` included: it ends in
+ships none, verified (see ``autoparser.verdict``): a template with fields left out is attached with one
+logged warning, a refused one not at all (one warning); ``enable()`` makes every later ``from_pretrained`` (``AutoTokenizer`` included: it ends in
 ``PreTrainedTokenizerBase.from_pretrained`` of the concrete class) call it. A failure must never break
 tokenizer loading, so it is one logged warning and the tokenizer is returned unchanged.
 """
@@ -45,10 +46,16 @@ def attach(tokenizer):
             template = template.get("default")
         if not isinstance(template, str) or not template.strip():
             return tokenizer
-        from .cache import cached_infer
+        import copy
+
+        from .cache import cached_entry
+        from .verdict import describe
 
         where = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
-        tokenizer.response_template = cached_infer(template, _special_tokens(tokenizer), where=str(where))
+        entry = cached_entry(template, _special_tokens(tokenizer), where=str(where))
+        tokenizer.response_template = copy.deepcopy(entry["response_template"])
+        if entry["verdict"]["status"] == "degraded":
+            logger.warning("autoparser attached a response_template for %s without some fields: %s", where, describe(entry["verdict"]))
     except Exception as e:  # noqa: BLE001 - never break tokenizer loading
         name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
         why = e.message if isinstance(e, AutoparserError) else f"{type(e).__name__}: {e}"

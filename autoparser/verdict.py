@@ -67,6 +67,11 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     verdict = {"status": "full", "fields": fields, "dropped": [], "first_failure": report.first_line(), "reason": None,
                "counts": report.counts(), "limits": report.limits()}
     if report.passed:
+        unparsed = _unparsed(report)
+        if unparsed:  # rendered, but the analysis emitted no field for it: say so, as for a field left out
+            fields.update(dict.fromkeys(unparsed, "fail"))
+            verdict.update(status="degraded", dropped=unparsed,
+                           first_failure=f"the template renders {', '.join(unparsed)} that the analysis could not read")
         return template, None, verdict
     last = report
     if report.first_failure() is not None:
@@ -84,6 +89,14 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     why = report.reason() if report.first_failure() is None else f"{'/'.join(failing)} does not round-trip: {last.first_line()}"
     verdict.update(status="refused", reason=why, counts=report.counts())
     raise VerificationError(f"no verified response_template: {why}", verdict=verdict)
+
+
+def _unparsed(report) -> list[str]:
+    """Fields the template renders (some case expects them) that the response_template does not parse."""
+    from .verify import FIELD_NAMES
+
+    seen = {FIELD_NAMES[k] for c in report.cases for k in c.expected}
+    return [f for f in FIELDS if f in seen and f not in report.fields]
 
 
 def describe(verdict: dict | None) -> str:

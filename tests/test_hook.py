@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from pathlib import Path
 
 import pytest
 from conftest import corpus_template
@@ -152,3 +153,57 @@ def test_cache_hits_are_fast_and_survive_corruption(tmp_path, monkeypatch):
     copy = cache.cached_infer(qwen3, tokens)
     copy["fields"].clear()
     assert cache.cached_infer(qwen3, tokens) == first  # callers get their own copy
+
+
+PROSE_CALLS = Path(__file__).resolve().parents[1] / "models" / "prose-calls.jinja"
+
+
+def test_degraded_template_attached_with_one_warning(tmp_path, caplog):
+    """Tool calls the analysis cannot read (models/prose-calls.jinja writes them as prose): the attached
+    template parses content and reasoning, tool-call text stays in content, and one warning says so; a warm
+    load (memory, then disk) says it again without inferring again."""
+    from transformers import AutoTokenizer
+
+    path = saved(tmp_path, PROSE_CALLS.read_text(encoding="utf-8"))
+    autoparser.enable()
+    with caplog.at_level(logging.WARNING, logger="autoparser"):
+        tok = AutoTokenizer.from_pretrained(path)
+    ours = [r for r in caplog.records if r.name == "autoparser"]
+    assert len(ours) == 1 and "tool_calls" in ours[0].getMessage() and "first failure" in ours[0].getMessage()
+    assert set(tok.response_template["fields"]) == {"thinking", "content"}
+    check_parses(tok)
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    reply = {"role": "assistant", "content": "Let me look.", "reasoning_content": "Weather needed.", "tool_calls": [call]}
+    prompt = tok.apply_chat_template(CONVERSATION, tokenize=False, add_generation_prompt=True)
+    text = tok.apply_chat_template([*CONVERSATION, reply], tokenize=False)[len(prompt):]
+    parsed = tok.parse_response(text[: text.index("<|im_end|>") + len("<|im_end|>")], prefix=prompt)
+    assert parsed["thinking"] == "Weather needed." and "tool_calls" not in parsed
+    assert parsed["content"].startswith("Let me look.") and "Calling get_weather with city set to Paris." in parsed["content"]
+    entry = json.loads(next(cache.cache_dir().glob("*.json")).read_text())
+    assert entry["verdict"]["status"] == "degraded" and entry["verdict"]["dropped"] == ["tool_calls"]
+    cache.clear_memory()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="autoparser"):
+        assert AutoTokenizer.from_pretrained(path).response_template == tok.response_template
+    assert len([r for r in caplog.records if r.name == "autoparser"]) == 1
+
+
+def test_refused_template_attaches_nothing_with_one_warning(tmp_path, caplog):
+    """Content that does not round-trip: no template, one warning with the reason, also from the disk cache."""
+    from transformers import AutoTokenizer
+
+    # The reply is written twice, the second time cut short: no parser can give back the content.
+    src = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{{ m.content }}|{{ m.content[:3] }}"
+           "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    path = saved(tmp_path, src)
+    autoparser.enable()
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="autoparser"):
+            tok = AutoTokenizer.from_pretrained(path)
+        ours = [r for r in caplog.records if r.name == "autoparser"]
+        assert len(ours) == 1 and "no verified response_template" in ours[0].getMessage(), [r.getMessage() for r in ours]
+        assert tok.response_template is None
+        cache.clear_memory()
+    entry = json.loads(next(cache.cache_dir().glob("*.json")).read_text())
+    assert entry["response_template"] is None and entry["verdict"]["status"] == "refused"
