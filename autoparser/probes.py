@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, product
 
 from .diff import MARKER, common_suffix_at, prefix_len, unsplit_prefix
@@ -137,6 +137,7 @@ class Style:
     string_arguments: bool = False
     system: bool = False
     thinking_chunks: bool = False  # reasoning only as a typed content chunk (Ministral's [THINK])
+    text_chunks: bool = False  # content only as a list of typed parts (``content[0].type``: multimodal templates)
 
 
 class Prober:
@@ -219,7 +220,7 @@ class Prober:
         """Reasoning goes in ``reasoning_content`` (and its aliases) unless only a ``thinking`` content
         chunk renders it."""
         msgs = [{"role": "user", "content": USER}, assistant(reasoning=REASON)]
-        chunked = Style(self.style.none_content_with_calls, self.style.string_arguments, self.style.system, True)
+        chunked = replace(self.style, thinking_chunks=True)
         for mode in self.modes:
             try:
                 if REASON in self._render(self._adapt(msgs, self.style), tools=TOOLS, add_generation_prompt=False, **mode):
@@ -255,6 +256,8 @@ class Prober:
             if style.thinking_chunks and m.get("reasoning_content") is not None:
                 text = [{"type": "text", "text": m["content"]}] if m.get("content") else []
                 m = {**{k: v for k, v in m.items() if k != "reasoning_content"}, "content": [{"type": "thinking", "thinking": m["reasoning_content"]}] + text}
+            elif style.text_chunks and isinstance(m.get("content"), str):
+                m = {**m, "content": [{"type": "text", "text": m["content"]}]}
             out.append(m)
         return out
 
@@ -281,7 +284,8 @@ class Prober:
         raise first_error
 
     def _styles(self) -> list[Style]:
-        return [Style(n, s, y, c) for c in (self.style.thinking_chunks,) for y, n, s in product((False, True), (True, False), (False, True))]
+        c = self.style.thinking_chunks
+        return [Style(n, s, y, c, t) for t, y, n, s in product((False, True), (False, True), (True, False), (False, True))]
 
     def try_render(self, msgs, gen=False, mode=None, tools=TOOLS) -> str | None:
         try:
