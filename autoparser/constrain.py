@@ -1,0 +1,50 @@
+"""``autoparser.grammar``: a constrained-decoding grammar in the model's own tool-call format, from
+the same analysis the response_template is emitted from, and only where that template's tool calls
+verified (a grammar for a format the parser misreads would guarantee the wrong thing)."""
+
+from __future__ import annotations
+
+from .grammar_format import NoGrammar, layout, select_tools
+from .grammar_lark import lark_grammar
+
+FORMATS = ("lark", "structural-tag")
+
+
+def check_verified(result, chat_template: str, special_tokens: dict | None) -> None:
+    """NoGrammar unless the template's own tool-call renderings round-trip through its template."""
+    from .verify import verify
+
+    report = verify(chat_template, result.template, special_tokens, analysis=result.analysis)
+    verdict = report.per_field().get("tool_calls")
+    if verdict != "pass":
+        first = report.summary().get("first_failure")
+        raise NoGrammar("tool calls did not verify" + (f" ({verdict})" if verdict else ": no probe call round-trips") + (f"; first failure: {first}" if first and verdict == "fail" else ""))
+
+
+def build(analysis, tools, *, tool_choice: str = "auto", parallel: bool = True, format: str = "lark", reasoning_open: bool | None = None):
+    """The grammar for an Analysis already known to verify: Lark text or a structural_tag dict."""
+    if format not in FORMATS:
+        raise NoGrammar(f"unknown grammar format {format!r} (one of {', '.join(FORMATS)})")
+    lay = layout(analysis, reasoning_open=reasoning_open)
+    fns = select_tools(tools, tool_choice)
+    if format == "lark":
+        return lark_grammar(lay, fns, tool_choice=tool_choice, parallel=parallel)
+    from .structural_tag import structural_tag
+
+    return structural_tag(lay, fns, tool_choice=tool_choice, parallel=parallel)
+
+
+def grammar(chat_template: str, tools: list, *, tool_choice: str = "auto", parallel: bool = True, format: str = "lark", reasoning_open: bool | None = None, **special_tokens: str):
+    """A grammar for the assistant turn in the template's native format: reasoning (where the template
+    has it), content, and tool calls whose arguments follow each tool's JSON schema.
+
+    ``tool_choice``: ``auto`` (free text until the tool-call opener), ``required`` (at least one call),
+    ``none``, or a tool name (only that tool). ``parallel=False`` allows one call. ``format``: ``lark``
+    (llguidance Lark text) or ``structural-tag`` (an xgrammar ``structural_tag`` dict).
+    ``reasoning_open``: whether the prompt left a reasoning block open (default: as the template's
+    generation prompt does). Raises ``NoGrammar`` with the reason when the format cannot be constrained."""
+    from .api import infer_result
+
+    res = infer_result(chat_template, special_tokens)
+    check_verified(res, chat_template, special_tokens)
+    return build(res.analysis, tools, tool_choice=tool_choice, parallel=parallel, format=format, reasoning_open=reasoning_open)
