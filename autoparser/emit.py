@@ -162,6 +162,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     # content wrapper opened after reasoning): as closes of the implicit field they are consumed
     # without opening it, so they neither leak into content nor overwrite it.
     followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip() else []
+    followers += [t.content_opener] if t.format != "NONE" and t.content_opener else []  # consumed before the content it wraps
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
     # A prompt that prefills only the reasoning's end (thinking switched off) leaves it to the parser.
     followers += [r.end] if r.mode != "NONE" and r.end and r.start else []
@@ -172,7 +173,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             followers.append(last[0])
     if c.mode == "ALWAYS_WRAPPED":
         # An explicit field: no region is implicit, so whitespace between regions opens nothing.
-        f = {"open": c.start}
+        f = {"open_pattern": re.sub(r"\d+", lambda _: r"\d+", esc(c.start))} if c.numbered else {"open": c.start}
         close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
         if close:
             f["close"] = _one(close)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from ..diff import markers
-from ..probes import CONTENT, REASON, Prober, assistant
+from ..probes import CONTENT, REASON, USER, Prober, assistant
 from .model import Content, Reasoning, Turn
 
 
@@ -18,6 +20,25 @@ def _strip_block(text: str, r: Reasoning) -> str:
     return text
 
 
+DIGITS = re.compile(r"\d+")
+
+
+def _before(pr: Prober, r: Reasoning, history: list[dict] | None) -> str | None:
+    g = pr.generation(assistant(), pr.modes[0], history)
+    text = g.text if g else ""
+    i = text.find(CONTENT)
+    return _strip_block(text[:i], r).strip() if i >= 0 else None
+
+
+def _numbered(pr: Prober, r: Reasoning, before: str) -> bool:
+    """The text before the content counts turns (``[2] ``, ``Turn 3:``): it differs only in its numbers
+    when the same reply comes one exchange later."""
+    if not DIGITS.search(before):
+        return False
+    later = _before(pr, r, [{"role": "user", "content": USER}, assistant()])
+    return bool(later) and later != before and DIGITS.sub("0", later) == DIGITS.sub("0", before)
+
+
 def analyze_content(pr: Prober, turn: Turn, r: Reasoning, log: list[str]) -> Content:
     g = pr.generation(assistant(), pr.modes[0])
     text = g.text if g else ""
@@ -25,9 +46,10 @@ def analyze_content(pr: Prober, turn: Turn, r: Reasoning, log: list[str]) -> Con
     before = _strip_block(text[:i], r).strip() if i >= 0 else ""
     after = text[i + len(CONTENT) :] if i >= 0 else ""
     after_ms = markers(after)
-    if before and markers(before) and not (r.start and before.startswith(r.start)):
+    numbered = bool(before) and _numbered(pr, r, before)
+    if before and (markers(before) or numbered) and not (r.start and before.startswith(r.start)):
         end = after_ms[0] if after_ms else ""
-        c = Content("ALWAYS_WRAPPED", before, end)
+        c = Content("ALWAYS_WRAPPED", before, end, numbered)
     else:
         c = Content()
         if r.mode != "NONE":

@@ -32,6 +32,7 @@ class Content:
     mode: str = "PLAIN"
     start: str = ""
     end: str = ""
+    numbered: bool = False  # the start counts turns: its numbers vary (``[2] ``)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,15 @@ class Tools:
     uncovered: tuple[str, ...] = ()  # what the response_template language cannot express
     unreadable: tuple[tuple[str, str], ...] = ()  # (JSON kind, why) of argument values no parser reads back
     headed: Headed = field(default_factory=Headed)  # set when the reply is a run of headed messages
+    # JSON_NATIVE: call_start opens a run of calls written back to back (call_separator between them)
+    # rather than each call (``<|python_start|>{…}{…}``)
+    shared_start: bool = False
+    # text written before every call's call_start except right after the generation prompt, where the
+    # prompt already ends with it (a literal ``\\n`` after content and between calls)
+    call_lead: str = ""
+    # JSON_NATIVE: leading markers of call_start that open the content written with calls; the rest of
+    # call_start follows that content (``<|python_start|>content<|python_end|>{call}``)
+    content_opener: str = ""
 
 
 @dataclass(frozen=True)
