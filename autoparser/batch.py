@@ -5,10 +5,14 @@ once, in worker processes when ``--workers`` > 1 (the analysis is CPU-bound and 
 wall-clock, so threads would starve each other). Every file is written atomically, and each finished model
 gets a small record in ``OUTDIR/.autoparser-batch/``: a rerun skips models whose output still matches
 its record, so a killed run resumes where it stopped. One model failing never stops the others.
+
+Each template is verified (``autoparser.verdict``) unless ``--no-verify``: a model is full, degraded (which
+fields were left out) or refused (why); failed means its template could not be fetched.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -22,7 +26,7 @@ from pathlib import Path
 
 from .api import template_hash
 from .output import record, unwrap, write_atomic
-from .errors import AutoparserError, SourceError
+from .errors import AutoparserError, SourceError, VerificationError
 
 STATE_DIR = ".autoparser-batch"
 RESERVED = {"summary"}
@@ -33,7 +37,9 @@ def add_arguments(p) -> None:
     p.add_argument("-o", "--output-dir", required=True, help="where <model>.json, summary.json and summary.md go")
     p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel workers (default: min(4, CPUs))")
     p.add_argument("--write", action="store_true", help="also store each template in a LOCAL model dir's tokenizer_config.json (key response_template)")
-    p.add_argument("--verify", action="store_true", help="round-trip each template on its chat template's renderings")
+    p.add_argument("--no-verify", action="store_true", help="skip the round trip of each template on its chat template's renderings")
+    p.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    p.add_argument("--strict", action="store_true", help="exit 1 when a template had fields left out")
     p.add_argument("--force", action="store_true", help="recompute models whose output already exists")
     p.add_argument("--template", help="named chat template to use where a model has several (e.g. tool_use)")
     p.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
@@ -93,24 +99,16 @@ def analyse(template: str, special_tokens: dict, where: str, verify: bool, reaso
     try:
         from .api import infer_result
 
-        res = infer_result(template, special_tokens, where=where, reasoning_field=reasoning_field)
+        res = infer_result(template, special_tokens, where=where, reasoning_field=reasoning_field, verify=verify)
+    except VerificationError as e:
+        return {"ok": False, "refused": True, "error": _one_line(e), "verdict": e.verdict}
     except AutoparserError as e:
-        return {"ok": False, "error": _one_line(e)}
+        return {"ok": False, "refused": True, "error": _one_line(e)}
     except Exception as e:  # noqa: BLE001 - one model must not stop the batch
         return {"ok": False, "error": f"internal error: {type(e).__name__}: {_one_line(e)}"}
     a = res.analysis
-    out = {"ok": True, "template": res.template, "hash": res.hash, "reasoning": a.reasoning.mode,
-           "tools": a.tools.format, "content": a.content.mode, "warnings": list(res.warnings), "verify": None}
-    if verify:
-        try:
-            from .verify import verify as run_verify
-
-            report = run_verify(template, res.template, special_tokens, analysis=a, reasoning_field=reasoning_field)
-            out["verify"] = report.summary()
-        except Exception as e:  # noqa: BLE001
-            out["verify"] = {"passed": False, "counts": {}, "error": _one_line(e)}
-    out["seconds"] = round(time.monotonic() - t0, 3)
-    return out
+    return {"ok": True, "template": res.template, "hash": res.hash, "reasoning": a.reasoning.mode, "tools": a.tools.format,
+            "content": a.content.mode, "warnings": list(res.warnings), "verdict": res.verdict, "seconds": round(time.monotonic() - t0, 3)}
 
 
 def _one_line(e: BaseException) -> str:
@@ -136,7 +134,7 @@ def _previous(outdir: Path, it: Item, args) -> dict | None:
         return None
     if rec.get("reasoning_field") != args.reasoning_field or rec.get("template_name") != args.template:
         return None
-    if args.verify and not rec.get("verify"):
+    if not args.no_verify and not rec.get("verify"):
         return None
     return rec
 
@@ -191,11 +189,13 @@ def _maybe_write(it: Item, template: dict, args) -> None:
 def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
     """Record a model's outcome; on success write its output, then its resume record."""
     if not res["ok"]:
-        it.rec.update(status="failed", error=res["error"])
+        it.rec.update(status="failed", verdict="refused" if res.get("refused") else "failed", error=res["error"], verify=res.get("verdict"))
         return
-    it.rec.update(status="ok", hash=res["hash"], reasoning=res["reasoning"], tools=res["tools"], content=res["content"],
-                  warnings=res["warnings"], verify=res["verify"], analysed=first is None, same_template_as=first)
-    text = json.dumps(res["template"], indent=2, ensure_ascii=False) + "\n"
+    v = res["verdict"]
+    it.rec.update(status="ok", verdict=v["status"] if v else "unverified", dropped=v["dropped"] if v else [], hash=res["hash"],
+                  reasoning=res["reasoning"], tools=res["tools"], content=res["content"], warnings=res["warnings"], verify=v,
+                  analysed=first is None, same_template_as=first)
+    text = record(res["template"], v)
     try:
         write_atomic(outdir / f"{it.name}.json", text)
         _maybe_write(it, res["template"], args)
@@ -208,17 +208,14 @@ def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
 
 # -- summary -----------------------------------------------------------------------------------------------------
 
-def _verification(rec: dict) -> str:
-    v = rec.get("verify")
-    if not v:
-        return ""
-    c = v.get("counts") or {}
-    text = f"{'passed' if v.get('passed') else 'FAILED'} {c.get('pass', 0)}/{c.get('pass', 0) + c.get('fail', 0) + c.get('limit', 0)}"
-    if c.get("limit"):
-        text += f" ({c['limit']} not covered)"
-    if c.get("skip"):
-        text += f" ({c['skip']} skipped)"
-    return text + (f": {v.get('error') or v.get('first_failure')}" if v.get("error") or v.get("first_failure") else "")
+def _why(rec: dict) -> str:
+    """The summary's last column: what was left out and the first diverging case, or why it was refused."""
+    v = rec.get("verify") or {}
+    if rec.get("verdict") == "degraded":
+        return f"without {', '.join(rec.get('dropped') or [])}: {v.get('first_failure')}"
+    if rec.get("status") == "pending":
+        return "unfinished"
+    return rec.get("error") or ", ".join(v.get("limits") or [])
 
 
 def _cell(value) -> str:
@@ -229,16 +226,21 @@ def write_summary(outdir: Path, items: list[Item], totals: dict) -> None:
     rows = [it.rec for it in items]
     write_atomic(outdir / "summary.json", json.dumps({"totals": totals, "models": rows}, indent=2, ensure_ascii=False) + "\n")
     lines = ["# autoparser batch", "",
-             f"{totals['models']} models: {totals['ok']} ok, {totals['failed']} failed, {totals['resumed']} resumed; "
+             f"{totals['models']} models: {_totals_line(totals)}; {totals['resumed']} resumed; "
              f"{totals['analysed']} templates analysed"
              + (f"; {totals['unfinished']} unfinished (interrupted)." if totals["unfinished"] else "."), "",
-             "| model | template hash | reasoning style | tool format | verification | error |",
+             "| model | template hash | reasoning style | tool format | verdict | why |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         output = f"[{_cell(r['model'])}]({r['output']})" if r.get("status") == "ok" else _cell(r["model"])
         lines.append(f"| {output} | {_cell(r.get('hash'))} | {_cell(r.get('reasoning'))} | {_cell(r.get('tools'))} "
-                     f"| {_cell(_verification(r))} | {_cell(r.get('error') or ('unfinished' if r.get('status') == 'pending' else ''))} |")
+                     f"| {_cell(r.get('verdict'))} | {_cell(_why(r))} |")
     write_atomic(outdir / "summary.md", "\n".join(lines) + "\n")
+
+
+def _totals_line(totals: dict) -> str:
+    parts = [f"{totals[k]} {k}" for k in ("full", "degraded", "unverified", "refused") if totals[k] or k in ("full", "refused")]
+    return ", ".join(parts + [f"{totals['failed'] - totals['refused']} failed"])
 
 
 # -- progress ----------------------------------------------------------------------------------------------------
@@ -261,9 +263,11 @@ class Progress:
         r = it.rec
         if r["status"] == "ok":
             how = "resumed" if r.get("resumed") else "analysed" if r.get("analysed") else f"same template as {r.get('same_template_as')}"
-            line = f"ok ({how}; reasoning {r.get('reasoning')}, tools {r.get('tools')})"
+            line = f"{r.get('verdict')} ({how}; reasoning {r.get('reasoning')}, tools {r.get('tools')})"
+            if r.get("verdict") == "degraded":
+                line += f"; without {', '.join(r.get('dropped') or [])}"
         else:
-            line = f"FAILED: {r.get('error')}"
+            line = f"{'REFUSED' if r.get('verdict') == 'refused' else 'FAILED'}: {r.get('error')}"
         if self.bar is not None:
             if r["status"] != "ok":
                 self.bar.write(f"{it.model}: {line}", file=sys.stderr)
@@ -299,7 +303,7 @@ def run(args) -> int:
         it.rec = {k: v for k, v in prev.items() if k not in ("output_sha256", "reasoning_field", "template_name")}
         it.rec.update(resumed=True)
         if args.write and not it.rec.get("written"):
-            _maybe_write(it, json.loads((outdir / f"{it.name}.json").read_text(encoding="utf-8")), args)
+            _maybe_write(it, unwrap(json.loads((outdir / f"{it.name}.json").read_text(encoding="utf-8"))), args)
         progress.step(it)
     stats = {"analysed": 0}
     try:
@@ -308,15 +312,14 @@ def run(args) -> int:
         analysed = stats["analysed"]
         progress.close()
         ok = sum(it.rec["status"] == "ok" for it in items)
-        totals = {"models": len(items), "ok": ok, "failed": sum(it.rec["status"] == "failed" for it in items),
+        verdicts = {k: sum(it.rec.get("verdict") == k for it in items) for k in ("full", "degraded", "unverified", "refused")}
+        totals = {"models": len(items), "ok": ok, **verdicts, "failed": sum(it.rec["status"] == "failed" for it in items),
                   "resumed": sum(bool(it.rec.get("resumed")) for it in items), "analysed": analysed,
                   "unfinished": sum(it.rec["status"] == "pending" for it in items)}
         write_summary(outdir, items, totals)
-    verify_failed = sum(1 for it in items if it.rec.get("verify") and not it.rec["verify"].get("passed"))
-    print(f"autoparser batch: {totals['ok']} ok, {totals['failed']} failed, {totals['resumed']} resumed; "
-          f"analysed {analysed} distinct template(s)" + (f"; {verify_failed} failed verification" if args.verify else "")
-          + f"; summary in {outdir / 'summary.md'}", file=sys.stderr)
-    return 1 if totals["failed"] or verify_failed else 0
+    print(f"autoparser batch: {_totals_line(totals)}, {totals['resumed']} resumed; analysed {analysed} distinct template(s)"
+          f"; summary in {outdir / 'summary.md'}", file=sys.stderr)
+    return 1 if totals["failed"] or (args.strict and totals["degraded"]) else 0
 
 
 def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: dict) -> None:
@@ -341,7 +344,7 @@ def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: di
 
     def submit(src, h):
         stats["analysed"] += 1
-        job = (src.template, src.special_tokens, src.where, args.verify, args.reasoning_field)
+        job = (src.template, src.special_tokens, src.where, not args.no_verify, args.reasoning_field)
         if cpu is None:
             fut: Future = Future()
             fut.set_result(analyse(*job))
@@ -361,11 +364,11 @@ def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: di
                         src = fut.result()
                         h = template_hash(src.template, src.special_tokens)
                     except AutoparserError as e:
-                        it.rec.update(status="failed", error=e.message if e.where == it.model else _one_line(e))
+                        it.rec.update(status="failed", verdict="failed", error=e.message if e.where == it.model else _one_line(e))
                         progress.step(it)
                         continue
                     except Exception as e:  # noqa: BLE001
-                        it.rec.update(status="failed", error=f"internal error: {type(e).__name__}: {_one_line(e)}")
+                        it.rec.update(status="failed", verdict="failed", error=f"internal error: {type(e).__name__}: {_one_line(e)}")
                         progress.step(it)
                         continue
                     it.rec["source"] = src.where

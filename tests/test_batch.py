@@ -32,7 +32,8 @@ def test_batch_mixed_outcomes(hub_env, fake_hub, tmp_path):
     assert "Traceback" not in r.stderr
     totals, rows = _summary(out)
     assert list(rows) == ["test-org/qwen3", "test-org/missing", "test-org/nochat", "test-org/broken", "test-org/qwen3-copy"]
-    assert totals == {"models": 5, "ok": 2, "failed": 3, "resumed": 0, "analysed": 2, "unfinished": 0}  # qwen3 once, broken once
+    assert totals == {"models": 5, "ok": 2, "full": 2, "degraded": 0, "unverified": 0, "refused": 1, "failed": 3, "resumed": 0,
+                      "analysed": 2, "unfinished": 0}  # qwen3 once, broken once (refused: it does not compile)
     assert "no such model on the Hub" in rows["test-org/missing"]["error"]
     assert "no chat template" in rows["test-org/nochat"]["error"]
     assert "syntax error" in rows["test-org/broken"]["error"].lower()
@@ -40,11 +41,13 @@ def test_batch_mixed_outcomes(hub_env, fake_hub, tmp_path):
     assert a["hash"] == b["hash"] and {a["analysed"], b["analysed"]} == {True, False}
     assert (a if not a["analysed"] else b)["same_template_as"] in rows
     assert a["reasoning"] == "TAG_BASED"
-    t1 = json.loads((out / "test-org--qwen3.json").read_text())
-    assert t1 == json.loads((out / "test-org--qwen3-copy.json").read_text()) and "thinking" in t1["fields"]
+    r1 = json.loads((out / "test-org--qwen3.json").read_text())
+    assert r1 == json.loads((out / "test-org--qwen3-copy.json").read_text()) and "thinking" in r1["response_template"]["fields"]
+    assert r1["verdict"]["status"] == "full" and a["verdict"] == "full" and rows["test-org/broken"]["verdict"] == "refused"
+    assert rows["test-org/missing"]["verdict"] == "failed"
     assert sorted(p.name for p in out.glob("*.json")) == ["summary.json", "test-org--qwen3-copy.json", "test-org--qwen3.json"]
     md = (out / "summary.md").read_text()
-    assert "| model | template hash | reasoning style | tool format | verification | error |" in md
+    assert "| model | template hash | reasoning style | tool format | verdict | why |" in md
     assert f"| {a['hash']} | TAG_BASED |" in md and "test-org/missing" in md
 
 
@@ -68,7 +71,7 @@ def test_batch_resume_after_interruption(hub_env, fake_hub, tmp_path):
     assert totals["resumed"] == 1 and totals["analysed"] == 2 and totals["ok"] == 3
     assert rows["org/HuggingFaceTB-SmolLM3-3B"]["resumed"] and os.stat(out / names[2]).st_mtime_ns == mtimes[names[2]]
     assert not rows["org/Qwen-Qwen3-0.6B"].get("resumed") and not rows["org/google-gemma-2-2b-it"].get("resumed")
-    assert json.loads((out / names[1]).read_text())["fields"]  # rewritten whole
+    assert json.loads((out / names[1]).read_text())["response_template"]["fields"]  # rewritten whole
     assert not list(out.glob("*.tmp"))
 
 
@@ -110,5 +113,38 @@ def test_batch_verify_records_limits_and_failures(hub_env, fake_hub, tmp_path):
     assert r.returncode == 0, r.stderr
     _, rows = _summary(tmp_path / "out")
     v = rows["org/literals"]["verify"]
-    assert v["passed"] and v["counts"]["limit"] == 2 and "list arguments are rendered as Python repr" in v["limits"][0]
-    assert "(2 not covered)" in (tmp_path / "out" / "summary.md").read_text()
+    assert v["status"] == "full" and v["counts"]["limit"] == 2 and "list arguments are rendered as Python repr" in v["limits"][0]
+    assert "| full | not covered: list arguments are rendered as Python repr" in (tmp_path / "out" / "summary.md").read_text()
+
+
+def test_batch_summary_full_degraded_refused(hub_env, fake_hub, tmp_path):
+    """Per model full / degraded (which fields, first failure) / refused (why), and totals; --strict fails
+    the run on a degraded model; --no-verify records no verdict."""
+    from pathlib import Path
+
+    models = Path(__file__).resolve().parents[1] / "models"
+    refused = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{{ m.content }}|{{ m.content[:3] }}"
+               "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    fake_hub.add("org/full", {"chat_template.jinja": (models / "chatml-think.jinja").read_text()})
+    fake_hub.add("org/degraded", {"chat_template.jinja": (models / "prose-calls.jinja").read_text()})
+    fake_hub.add("org/refused", {"chat_template.jinja": refused})
+    (tmp_path / "models.txt").write_text("org/full\norg/degraded\norg/refused\n")
+    r = hub_env.run("batch", "models.txt", "-o", "out", "--workers", "1")
+    assert r.returncode == 1 and "1 full, 1 degraded, 1 refused, 0 failed" in r.stderr, r.stderr
+    totals, rows = _summary(tmp_path / "out")
+    assert (totals["full"], totals["degraded"], totals["refused"], totals["failed"]) == (1, 1, 1, 1)
+    assert rows["org/degraded"]["verdict"] == "degraded" and rows["org/degraded"]["dropped"] == ["tool_calls"]
+    assert "no verified response_template" in rows["org/refused"]["error"]
+    assert rows["org/refused"]["verify"]["status"] == "refused"
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "| degraded | without tool_calls: " in md and "| refused | " in md
+    assert not (tmp_path / "out" / "org--refused.json").exists()
+    record = json.loads((tmp_path / "out" / "org--degraded.json").read_text())
+    assert record["verdict"]["dropped"] == ["tool_calls"] and "tool_calls" not in record["response_template"]["fields"]
+    (tmp_path / "models.txt").write_text("org/full\norg/degraded\n")
+    assert hub_env.run("batch", "models.txt", "-o", "out", "--workers", "1").returncode == 0  # degraded is fine (resumed)
+    strict = hub_env.run("batch", "models.txt", "-o", "out", "--workers", "1", "--strict")
+    assert strict.returncode == 1
+    unverified = hub_env.run("batch", "models.txt", "-o", "out2", "--workers", "1", "--no-verify")
+    assert unverified.returncode == 0 and "2 unverified" in unverified.stderr
+    assert json.loads((tmp_path / "out2" / "org--degraded.json").read_text())["verdict"] is None
