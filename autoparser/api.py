@@ -21,7 +21,7 @@ from .emit import emit
 from .errors import AnalysisError, AutoparserError, VerificationError
 from .probes import Prober, probe_text
 from .render import Renderer, budget
-from .verdict import settle
+from .verdict import describe, settle
 
 TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))
 
@@ -105,6 +105,8 @@ def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_di
             e.where = e.where or where
             raise
         warnings = warnings if reduced_warnings is None else reduced_warnings
+        if verdict["status"] == "degraded":
+            warnings.append(describe(verdict))
     for name in ("bos_token", "eos_token"):
         if re.search(rf"\b{name}\b", chat_template) and not (special_tokens or {}).get(name):
             warnings.append(f"the template reads {name}, which was not given, so it rendered empty; markers it writes may be missing (CLI: --token {name}=...)")

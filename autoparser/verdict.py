@@ -57,8 +57,8 @@ def _attempts(failing: set[str], present: frozenset[str]) -> list[set[str]]:
 
 
 def settle(chat_template: str, special_tokens: dict | None, a: Analysis, template: dict, reasoning_field: str) -> tuple[dict, list[str], dict]:
-    """(template, emit warnings or None to keep the caller's, verdict) for the first field set that verifies.
-    Raises ``VerificationError`` (carrying the verdict) when none does."""
+    """(template, its emit warnings or None to keep the caller's, verdict) for the first field set that
+    verifies (the caller says ``describe(verdict)`` when it is degraded). Raises ``VerificationError`` (carrying the verdict) when none does."""
     from .verify import template_fields, verify
 
     report = verify(chat_template, template, special_tokens, analysis=a, reasoning_field=reasoning_field)
@@ -84,7 +84,7 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
             if last.passed:
                 dropped = [f for f in FIELDS if f in drop]
                 verdict.update(status="degraded", dropped=dropped, counts=last.counts(), limits=last.limits())
-                return reduced, warnings + [describe(verdict)], verdict
+                return reduced, warnings, verdict
     failing = sorted({f for f, v in last.per_field().items() if v == "fail"}) or ["content"]
     why = report.reason() if report.first_failure() is None else f"{'/'.join(failing)} does not round-trip: {last.first_line()}"
     verdict.update(status="refused", reason=why, counts=report.counts())

@@ -1,0 +1,131 @@
+"""Never silently wrong: ``infer`` verifies what it emits, leaves out fields that do not round-trip, refuses
+templates whose content does not, and says which; the CLI's --no-verify, --strict, --serve and -o records."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import autoparser
+from autoparser.cli import main
+from autoparser.verify import template_fields, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+PROSE_CALLS = ROOT / "models" / "prose-calls.jinja"
+TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
+REFUSED = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{{ m.content }}|{{ m.content[:3] }}"
+           "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    """Every corpus and wild template through ``infer_result`` once: name -> (source, Result or error)."""
+    paths = sorted((CORPUS / "templates").glob("*.jinja")) + sorted((CORPUS / "wild" / "templates").glob("*.jinja"))
+    if not paths:
+        pytest.skip(f"corpus not found at {CORPUS} (../shared is absent)")
+    out = {}
+    for path in paths:
+        src = path.read_text(encoding="utf-8")
+        try:
+            out[f"{path.parent.parent.name}/{path.stem}"] = (src, autoparser.infer_result(src, TOKENS, where=path.name))
+        except autoparser.AutoparserError as e:
+            out[f"{path.parent.parent.name}/{path.stem}"] = (src, e)
+    return out
+
+
+def test_nothing_emitted_fails_its_own_verify(outcomes):
+    """Each template is fully verified, degraded to fields that verify, or refused with a reason."""
+    statuses = {}
+    for name, (src, res) in outcomes.items():
+        if isinstance(res, autoparser.AutoparserError):
+            assert res.message.strip(), name
+            if isinstance(res, autoparser.VerificationError):
+                assert res.verdict["status"] == "refused" and res.verdict["reason"], name
+            statuses[name] = "refused"
+            continue
+        v = res.verdict
+        statuses[name] = v["status"]
+        report = verify(src, res.template, TOKENS, analysis=res.analysis)
+        assert report.passed, (name, report.reason())
+        kept = template_fields(res.template)
+        assert not set(v["dropped"]) & kept, (name, v)
+        if v["status"] == "degraded":
+            assert v["dropped"] and v["first_failure"], (name, v)
+            assert any(why.startswith("degraded: ") for why in res.warnings), name  # said once, in one line
+        else:
+            assert v["status"] == "full" and not v["dropped"] and all(x != "fail" for x in v["fields"].values()), (name, v)
+    corpus = [s for n, s in statuses.items() if n.startswith("corpus/")]
+    assert corpus and all(s == "full" for s in corpus), statuses  # the 57 real templates lose nothing
+
+
+def test_a_repeat_is_remembered_and_callers_get_copies():
+    src = (ROOT / "models" / "chatml-think.jinja").read_text(encoding="utf-8")
+    first = autoparser.infer_result(src)
+    t0 = time.perf_counter()
+    again = autoparser.infer_result(src)
+    assert time.perf_counter() - t0 < 0.005
+    assert again.template == first.template and again.verdict == first.verdict
+    again.template["fields"].clear()
+    again.verdict["fields"].clear()
+    assert autoparser.infer(src) == first.template and autoparser.infer_result(src).verdict == first.verdict
+    assert autoparser.infer_result(src, verify=False).verdict is None
+
+
+def test_refusal_is_remembered_and_names_the_caller():
+    for where in ("a.jinja", "b.jinja"):
+        with pytest.raises(autoparser.VerificationError) as e:
+            autoparser.infer_result(REFUSED, where=where)
+        assert e.value.where == where and e.value.verdict["status"] == "refused" and "content" in e.value.message
+
+
+def test_cli_records_the_verdict_and_verify_reads_it(tmp_path, capsys):
+    out = tmp_path / "o.json"
+    assert main(["infer", str(PROSE_CALLS), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if "degraded: parsing of tool_calls left out" in line and "first failure" in line]
+    rec = json.loads(out.read_text())
+    assert rec["verdict"]["status"] == "degraded" and rec["verdict"]["dropped"] == ["tool_calls"]
+    assert set(rec["response_template"]["fields"]) == {"thinking", "content"}
+    assert main(["verify", str(PROSE_CALLS), "--response-template", str(out)]) == 0  # the record is read as its template
+    capsys.readouterr()
+    assert main(["infer", str(PROSE_CALLS), "--strict"]) == 1
+    stdout = capsys.readouterr().out
+    assert "tool_calls" not in json.loads(stdout)["fields"]  # stdout stays the bare template
+    assert main(["infer", str(PROSE_CALLS), "--no-verify", "-o", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["verdict"] is None and "tool_calls" in rec["response_template"]["fields"]
+    assert main(["infer", "--verify", str(PROSE_CALLS)]) == 0  # the old flag is still accepted
+
+
+def test_cli_refusal_is_one_line_and_writes_nothing(tmp_path, capsys):
+    src = tmp_path / "r.jinja"
+    src.write_text(REFUSED, encoding="utf-8")
+    out = tmp_path / "o.json"
+    assert main(["infer", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no verified response_template: content does not round-trip" in err[0]
+    assert not out.exists()
+
+
+def test_cli_serve_flags_fit_the_template(capsys):
+    full = str(ROOT / "models" / "chatml-think.jinja")
+    assert main(["infer", full, "--serve", "vllm"]) == 0
+    out, err = capsys.readouterr()
+    json.loads(out)
+    assert "serve: vllm serve MODEL --reasoning-parser hf --enable-auto-tool-choice --tool-call-parser hf" in err
+    assert 'tokenizer_config.json under the key "response_template"' in err and "batch --write" in err
+    assert main(["infer", str(PROSE_CALLS), "--serve", "vllm"]) == 0
+    err = capsys.readouterr().err
+    assert "serve: vllm serve MODEL --reasoning-parser hf\n" in err and "no --tool-call-parser hf" in err
+    assert main(["infer", str(PROSE_CALLS), "--serve", "sglang"]) == 0
+    err = capsys.readouterr().err
+    assert "--model-path MODEL --reasoning-parser response_template\n" in err and "HTTP 400" in err
+    no_thinking = str(ROOT / "models" / "json-bare.jinja")
+    assert main(["infer", no_thinking, "--serve", "sglang"]) == 0
+    err = capsys.readouterr().err
+    assert "--reasoning-parser response_template --tool-call-parser response_template" in err
+    assert "although the template has no thinking field" in err
