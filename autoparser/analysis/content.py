@@ -47,7 +47,7 @@ def analyze_content(pr: Prober, turn: Turn, r: Reasoning, log: list[str]) -> Con
     after = text[i + len(CONTENT) :] if i >= 0 else ""
     after_ms = markers(after)
     numbered = bool(before) and _numbered(pr, r, before)
-    if before and (markers(before) or numbered) and not (r.start and before.startswith(r.start)):
+    if before and not (r.start and before.startswith(r.start)):
         end = after_ms[0] if after_ms else ""
         c = Content("ALWAYS_WRAPPED", before, end, numbered)
     else:
