@@ -159,6 +159,10 @@ def cached_infer(chat_template: str, special_tokens: dict | None = None, *, wher
 
 
 def clear_memory() -> None:
-    """Forget the in-process level (tests; or after editing the analyzer in a live session)."""
+    """Forget the in-process level, ``infer_result``'s memo included (tests; or after editing the analyzer
+    in a live session)."""
+    from .api import forget
+
     _memory.clear()
     _failures.clear()
+    forget()
