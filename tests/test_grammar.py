@@ -1,0 +1,239 @@
+"""Grammars in the template's own tool-call format (issue 13), checked with llguidance on a byte-level
+tokenizer: for every corpus and wild template whose tool calls verify, the template's own renderings
+of the probe calls are accepted; schema violations, unknown tools, a second call under no-parallel
+and (with ``required``) a reply without a call are rejected; and every accepted string parses back
+through the emitted response_template to the same calls. Refusals must say why."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import parse_response
+
+import autoparser
+from autoparser.constrain import build, check_verified
+from autoparser.grammar_format import NoGrammar
+from autoparser.verify import VERIFY_TOOLS, _norm_calls, verify
+
+llguidance = pytest.importorskip("llguidance", reason="the grammar extra is not installed: pip install -e '.[grammar]'")
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+TEMPLATES = sorted((SHARED / "templates").glob("*.jinja")) + sorted((SHARED / "wild" / "templates").glob("*.jinja"))
+TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
+# Why a verified tool-call format may get no grammar (each refusal must be one of these).
+REFUSALS = ("not covered:", "replies made of headed messages", "pythonic calls", "JSON dialect", "tool-call format detail",
+            "header pattern", "a call starts without a literal marker", "tagged arguments without")
+
+
+def _id(p: Path) -> str:
+    return ("wild/" if p.parent.parent.name == "wild" else "") + p.stem
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    import llguidance.hf
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    vocab["<eos>"] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    return llguidance.hf.from_tokenizer(PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>"))
+
+
+def accepts(tok, grammar: str, text: str) -> bool:
+    m = llguidance.LLMatcher(tok, llguidance.grammar_from("lark", grammar), log_level=0)
+    assert not m.is_error(), m.get_error()
+    return all(m.consume_token(t) for t in tok.tokenize_str(text)) and m.is_accepting()
+
+
+_cache: dict = {}
+
+
+def _verified(path: Path):
+    """(source, infer result, report) once per template; skips templates that do not infer."""
+    if path not in _cache:
+        src = path.read_text(encoding="utf-8")
+        try:
+            res = autoparser.infer_result(src, TOKENS)
+            _cache[path] = (src, res, verify(src, res.template, TOKENS, analysis=res.analysis))
+        except autoparser.AutoparserError as e:
+            _cache[path] = e
+    got = _cache[path]
+    if isinstance(got, Exception):
+        pytest.skip(f"does not infer: {got}")
+    return got
+
+
+def _opened(a, prompt: str):
+    r = a.reasoning
+    if not r.end or r.mode in ("NONE", "FORCED_CLOSED"):
+        return None
+    return not r.start or prompt.rstrip().endswith(r.start)
+
+
+def _calls(case) -> list:
+    return [(c["name"], c["arguments"]) for c in case.expected.get("tool_calls", [])]
+
+
+def _tools(mutate) -> list:
+    tools = copy.deepcopy(VERIFY_TOOLS)
+    mutate({t["function"]["name"]: t["function"]["parameters"] for t in tools}, tools)
+    return tools
+
+
+def _missing_required(params, tools):
+    params["get_weather"]["properties"]["country"] = {"type": "string"}
+    params["get_weather"]["required"].append("country")
+
+
+def _wrong_type(params, tools):
+    params["get_weather"]["properties"]["city"] = {"type": "integer"}
+
+
+def _unknown(params, tools):
+    tools[:] = [t for t in tools if t["function"]["name"] != "get_weather"]
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+def test_grammar(path, tokenizer):
+    src, res, report = _verified(path)
+    a, template = res.analysis, res.template
+    if report.per_field().get("tool_calls") != "pass":
+        with pytest.raises(NoGrammar):
+            check_verified(res, src, TOKENS)
+        return
+    try:
+        build(a, VERIFY_TOOLS)
+    except NoGrammar as e:
+        assert any(r in str(e) for r in REFUSALS), str(e)
+        pytest.skip(f"no grammar: {e}")
+    cases = [c for c in report.cases if c.status == "pass"]
+    grammars: dict = {}
+
+    def g(opened, **kw):
+        key = (opened, json.dumps(kw, sort_keys=True, default=str))
+        if key not in grammars:
+            grammars[key] = build(a, kw.pop("tools", VERIFY_TOOLS), reasoning_open=opened, **kw)
+        return grammars[key]
+
+    calls_seen = 0
+    for c in cases:
+        opened, want = _opened(a, c.prompt), _calls(c)
+        where = f"{c.name} (mode {c.mode}, history {c.history}): {c.generated[:300]!r}"
+        assert accepts(tokenizer, g(opened), c.generated), f"auto grammar rejects {where}"
+        parsed = parse_response(c.generated, template, prefix=c.prompt, tools=VERIFY_TOOLS)
+        assert [(x["name"], x["arguments"]) for x in _norm_calls(parsed.get("tool_calls"))] == want, where
+        assert accepts(tokenizer, g(opened, parallel=False), c.generated) == (len(want) <= 1), f"no-parallel: {where}"
+        assert accepts(tokenizer, g(opened, tool_choice="required"), c.generated) == bool(want), f"required: {where}"
+        if not want or c.history:  # the rejections once per rendering, not again after a history
+            continue
+        calls_seen += 1
+        names = {n for n, _ in want}
+        assert accepts(tokenizer, g(opened, tool_choice="run_query"), c.generated) == (names == {"run_query"}), f"named tool: {where}"
+        if "get_weather" in names:
+            for why, mutate in (("missing required argument", _missing_required), ("wrong argument type", _wrong_type), ("unknown tool", _unknown)):
+                assert not accepts(tokenizer, g(opened, tools=_tools(mutate)), c.generated), f"{why} accepted: {where}"
+    assert calls_seen, "no probe call was rendered"
+
+
+def test_corpus_coverage():
+    """Most templates whose tool calls verify get a grammar."""
+    if not TEMPLATES:
+        pytest.skip(f"corpus not found at {SHARED}")
+    made = 0
+    for path in TEMPLATES:
+        got = _cache.get(path) or _verified_quiet(path)
+        if isinstance(got, tuple) and got[2].per_field().get("tool_calls") == "pass":
+            try:
+                build(got[1].analysis, VERIFY_TOOLS)
+                made += 1
+            except NoGrammar:
+                pass
+    assert made >= 50, made
+
+
+def _verified_quiet(path):
+    try:
+        return _verified(path)
+    except pytest.skip.Exception:
+        return None
+
+
+# ----------------------------------------------------------------------------------------- structural tag
+def _check_structural_tag(st: dict) -> None:
+    """The shape vLLM and SGLang take in ``response_format`` (xgrammar's triggered_tags)."""
+    assert st["type"] == "structural_tag" and set(st) == {"type", "format"}
+    f = st["format"]
+    assert f["type"] == "triggered_tags" and set(f) == {"type", "triggers", "tags", "at_least_one", "stop_after_first"}
+    assert f["triggers"] and all(isinstance(t, str) and t for t in f["triggers"])
+    assert isinstance(f["at_least_one"], bool) and isinstance(f["stop_after_first"], bool)
+    for tag in f["tags"]:
+        assert set(tag) == {"begin", "content", "end"} and isinstance(tag["begin"], str) and isinstance(tag["end"], str)
+        assert any(tag["begin"].startswith(t) for t in f["triggers"]), (tag["begin"], f["triggers"])
+        assert tag["content"]["type"] == "json_schema" and tag["content"]["json_schema"]["type"] == "object"
+
+
+STRUCTURAL = ["Qwen-Qwen3-0.6B", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "unsloth-mistral-Devstral-Small-2507"]
+
+
+@pytest.mark.parametrize("name", STRUCTURAL)
+def test_structural_tag(name):
+    path = SHARED / "templates" / f"{name}.jinja"
+    if not path.is_file():
+        pytest.skip(f"corpus template {path} not available")
+    src, res, _ = _verified(path)
+    st = build(res.analysis, VERIFY_TOOLS, format="structural-tag", tool_choice="required", parallel=False)
+    _check_structural_tag(st)
+    assert st["format"]["at_least_one"] and st["format"]["stop_after_first"]
+    assert [t["begin"] for t in st["format"]["tags"]] and len(st["format"]["tags"]) == 2
+    try:
+        import xgrammar
+    except ImportError:
+        pytest.skip("xgrammar is not installed (it pulls in torch); the shape was checked")
+    xgrammar.Grammar.from_structural_tag(json.dumps(st))
+
+
+def test_structural_tag_refuses_sections():
+    path = SHARED / "templates" / "moonshotai-Kimi-K2.jinja"
+    if not path.is_file():
+        pytest.skip(f"corpus template {path} not available")
+    src, res, _ = _verified(path)
+    with pytest.raises(NoGrammar, match="section"):
+        build(res.analysis, VERIFY_TOOLS, format="structural-tag")
+
+
+# ----------------------------------------------------------------------------------------- API and CLI
+QWEN = """{%- for m in messages %}<|im_start|>{{ m.role }}
+{% if m.content %}{{ m.content }}{% endif %}{% for c in m.tool_calls or [] %}<tool_call>
+{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}
+</tool_call>{% endfor %}<|im_end|>
+{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"""
+
+
+def test_api_and_cli(tmp_path, capsys, tokenizer):
+    from autoparser.cli import main
+
+    g = autoparser.grammar(QWEN, VERIFY_TOOLS, tool_choice="required")
+    assert g.startswith("%llguidance {}") and '"get_weather"' in g
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>'
+    assert accepts(tokenizer, g, text) and not accepts(tokenizer, g, "No call.<|im_end|>")
+    (tmp_path / "t.jinja").write_text(QWEN)
+    (tmp_path / "tools.json").write_text(json.dumps(VERIFY_TOOLS))
+    assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), "--no-parallel"]) == 0
+    assert capsys.readouterr().out.startswith("%llguidance {}")
+    assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), "--format", "structural-tag"]) == 0
+    _check_structural_tag(json.loads(capsys.readouterr().out))
+    assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), "--tool-choice", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'nope'" in err and "Traceback" not in err
+    (tmp_path / "plain.jinja").write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
+    assert main(["grammar", str(tmp_path / "plain.jinja"), "--tools", str(tmp_path / "tools.json")]) == 2
+    assert "autoparser: error:" in capsys.readouterr().err
