@@ -1,7 +1,8 @@
 """autoparser: infer a transformers ``response_template`` from a model's own chat template."""
 
 from .api import Result, analyze, infer, infer_result, template_hash
+from .constrain import grammar
 from .errors import AnalysisError, AutoparserError, SourceError, TemplateError, VerificationError, WorkaroundError
 from .hook import attach, disable, enable
 
-__all__ = ["infer", "infer_result", "analyze", "Result", "template_hash", "AutoparserError", "AnalysisError", "SourceError", "TemplateError", "VerificationError", "WorkaroundError", "attach", "enable", "disable"]
+__all__ = ["infer", "grammar", "infer_result", "analyze", "Result", "template_hash", "AutoparserError", "AnalysisError", "SourceError", "TemplateError", "VerificationError", "WorkaroundError", "attach", "enable", "disable"]

@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     if add_arguments:
         add_arguments(b)
     b.set_defaults(func=_cmd_batch)
+    from .grammar_cli import add_arguments as add_grammar_arguments
+
+    add_grammar_arguments(sub.add_parser("grammar", help="print a constrained-decoding grammar in the template's own tool-call format"))
     return p
 
 
