@@ -43,9 +43,15 @@ def _call_transform(name: str, args: str, id_: str | None) -> dict:
     return t
 
 
-def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+def _one(values: list[str]) -> str | list[str]:
+    return values[0] if len(values) == 1 else values
+
+
+def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
     warnings: list[str] = []
     start, end = t.call_start.strip(), t.call_end.strip()
+    if t.content_opener:  # the content with the calls comes first; the calls open after it
+        start = start[len(t.content_opener) :].strip()
     if t.name_is_key:
         sec = _flex(start)
         close_tail = _flex(end)
@@ -62,22 +68,58 @@ def _json_native(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     prefix = "" if t.array_wrapped else "content."
     dotted = lambda path: "{" + prefix + ".".join(path) + "}"  # noqa: E731
     transform = _call_transform(dotted(t.name_path), dotted(t.args_path), dotted(t.id_path) if t.id_path else None)
+    if t.shared_start:
+        return _json_run(t, start, ends)
     field: dict = {}
+    key = re.escape(t.first_key)
+    obj = rf"\{{\s*\"{key}\""  # a call object's start
     if start:
-        field["open"] = start
+        field["open"] = _one([t.call_lead + start, start] if t.call_lead else [start])
     else:
-        key = re.escape(t.first_key)
-        field["open_pattern"] = rf"\A\s*(?=\{{\s*\"{key}\")" if not t.array_wrapped else rf"\A\s*(?=\[\s*\{{\s*\"{key}\")"
-        warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply")
+        # No marker of its own: the call stands at the start of the reply, or right after the reasoning.
+        starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
+        first = "(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]
+        field["open_pattern"] = first + (rf"\s*(?={obj})" if not t.array_wrapped else rf"\s*(?=\[\s*{obj})")
+        warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply" + (" or right after the reasoning" if reasoning_end else ""))
     closes = [end] if end else ends
     if closes:
         field["close_pattern"] = then_space(*literals(closes))
+    if not end and start and not t.array_wrapped:
+        # No close marker: a call ends where the next one's opener begins.
+        nxt = f"(?={'|'.join(literals([t.call_lead + start, start] if t.call_lead else [start]))})"
+        field["close_pattern"] = "|".join([nxt] + ([field["close_pattern"]] if closes else []))
     if not t.array_wrapped:
         field["repeats"] = True
     field["content"] = "json"
     if t.array_wrapped:
         field["transform_each"] = True
     field["transform"] = transform
+    return field, warnings
+
+
+def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""Calls written back to back after one opener (``<|python_start|>{"name": …, "parameters": {…}}{…}``).
+    A call region cannot end at the ``}`` that closes its object and begin the next at the ``{`` after it:
+    the next region would see that same boundary at its own start. So each call opens on its object's
+    head up to the arguments, ``{"name": "<name>", "parameters": `` (after the opener, or right after the
+    previous call), its body is the arguments, and it closes on the object's ``}`` followed by the next
+    head, the opener's end marker or the end of the turn."""
+    name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
+    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
+    sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
+    opener = "|".join(literals([t.call_lead + start, start] if t.call_lead else [start]))
+    end = t.call_end.strip()
+    finals = [esc(end)] if end else [esc(e) for e in ends] + [r"\Z"]
+    field = {
+        "open_pattern": rf"(?:(?:{opener})\s*|(?<=\}}{sep})){head}",
+        "close_pattern": rf"\}}(?={sep}\{{\s*\"{name_key}\"\s*:)|\}}\s*(?=" + "|".join(finals) + ")",
+        "repeats": True,
+        "content": "json",
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    warnings = [f"calls share one opener; each is read as {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} in that key order"]
+    if "," in t.call_separator:
+        warnings.append(f"calls are split where '}}{t.call_separator}{{\"{t.name_path[0]}\":' follows, which an argument array of objects can also hold")
     return field, warnings
 
 
@@ -115,8 +157,11 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     elif ce:
         field["close_pattern"] = then_space(esc(ce))
     else:
-        # No close marker: a call ends where the next call, another field, or the turn's end begins.
-        looks = [re.escape(o) for o in [opener] + others if o]
+        # No close marker: a call ends where the next call (after its separator), the section's end,
+        # another field, or the turn's end begins.
+        sep = t.call_separator.strip()
+        nxt = (_flex(t.call_separator.strip()) + r"\s*" if sep and not _tag_like(opener) else "") + re.escape(opener) if opener else ""
+        looks = [x for x in [nxt, _flex(t.section_end.strip()) if t.section_end.strip() else ""] + [re.escape(o) for o in others if o] if x]
         alts = [f"(?={'|'.join(looks)})"] if looks else []
         alts += [re.escape(e) for e in ends]
         if alts:
@@ -194,7 +239,7 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     if t.family == "unknown":
         return None, warnings
     if t.format == "JSON_NATIVE":
-        field, w = _json_native(t, ends)
+        field, w = _json_native(t, ends, a.reasoning.end if a.reasoning.mode != "NONE" else "")
     elif t.arguments.kind == "pythonic":
         field, w = _pythonic(t, ends)
     else:

@@ -15,7 +15,7 @@ import regex as re
 
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
-from ..diff import MARKER, common_prefix_at, common_suffix_at, diff, leading_markers, markers
+from ..diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len
 from ..probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
@@ -69,7 +69,13 @@ def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
             # A template may refuse an empty message (Ministral) or drop it (Nemotron Nano v2 folds a
             # last message into the prompt): the prompt alone is then the baseline.
             dropped = empty is None or withc.prompt.startswith(empty.full)
-            return diff(withc.prompt if dropped else empty.full, withc.full).right
+            d = diff(withc.prompt if dropped else empty.full, withc.full)
+            # The cut backs off over a marker glued to JSON (``<[role_assistant]>[{…``): when both sides
+            # start with the same marker run, it belongs to the turn, not to the calls.
+            lead = leading_markers(d.left)
+            if lead and d.left == lead and d.right.startswith(lead) and d.right[len(lead) :].lstrip()[:1] in ("{", "["):
+                return d.right[len(lead) :]
+            return d.right
     return None
 
 
@@ -120,10 +126,51 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     values = _json_values(one)
     for start, end, value in values:
         if _find_path(value, FN_A) is not None:
-            return _json_native(one, two, start, end, value, turn, log)
+            t = _json_native(one, two, start, end, value, turn, log)
+            return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
     t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
     t = _header_id(pr, one, t, log)
     return _python_literals(pr, r, t, log)
+
+
+def _call_lead(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """A separator between calls that is no whitespace (a literal ``\\n`` the template escaped twice)
+    may be written before every call: then it also stands between content and the first call, and
+    belongs to the call's opener there. Right after the generation prompt the prompt ends with it.
+    Compared on a content + call rendering, rendered only when the separator is no whitespace."""
+    sep, start = t.call_separator, t.call_start
+    if not (sep.strip() and start.strip()) or t.shared_start or MARKER.fullmatch(sep.strip()):
+        return t
+    for _, g in pr.generations(assistant(CONTENT, calls=[call()])):
+        text = _after_reasoning(g.text, r) or ""
+        i, j = text.find(CONTENT), text.find(start)
+        if 0 <= i < j and text[i + len(CONTENT) : j] == sep:
+            log.append(f"T2 the separator {sep!r} also stands between content and the first call: it leads every call")
+            return dataclasses.replace(t, call_lead=sep)
+    return t
+
+
+def _content_opener(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """An opener made of several markers with nothing between them (``<|python_start|><|python_end|>``)
+    may be a wrapper the template fills with the content written with the calls. Compared on a
+    content + call rendering, rendered only for such openers."""
+    start = t.call_start.strip()
+    ms = markers(start)
+    if len(ms) < 2 or re.sub(MARKER, "", start).strip():
+        return t
+    for _, g in pr.generations(assistant(CONTENT, calls=[call()])):
+        text = _after_reasoning(g.text, r) or ""
+        i = text.find(CONTENT)
+        if i < 0:
+            continue
+        before, after = text[:i].rstrip(), text[i + len(CONTENT) :].lstrip()
+        for k in range(1, len(ms)):
+            head = start[: start.find(ms[k - 1]) + len(ms[k - 1])]
+            rest = start[len(head) :].strip()
+            if before.endswith(head) and after.startswith(rest):
+                log.append(f"T2 content with calls is written inside the opener: {head!r} content {rest!r}")
+                return dataclasses.replace(t, content_opener=head)
+    return t
 
 
 def _header_id(pr: Prober, one: str, t: Tools, log: list[str]) -> Tools:
@@ -252,6 +299,7 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
         if m and m in call_end and call_end[: call_end.find(m)].strip():
             call_end = call_end[: call_end.find(m)]
     uncovered = []
+    shared = False
     name_is_key = bool(name_path) and name_path[-1] == "<key>"
     first_key = next(iter(element)) if isinstance(element, dict) and element else ""
     sep = ""
@@ -264,9 +312,15 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
                 i = between.find(call_start.strip())
                 sep = between[len(call_end.rstrip()) if between.startswith(call_end.rstrip()) else 0 : i]
             else:
+                # One opener, then the calls back to back: each call ends where the separator and the
+                # next call object begin (``<|python_start|>{…}{…}``).
                 sep = between
-                if call_start.strip():
-                    uncovered.append("several calls share one section without per-call markers")
+                shared = bool(call_start.strip())
+                # Read as ``{"name": "<name>", "arguments": <args>}``: only objects of those two keys, in
+                # that order, are split this way.
+                if shared and not (isinstance(element, dict) and list(element) == [name_path[0], args_path[0]] if name_path and args_path and len(name_path) == len(args_path) == 1 else False):
+                    shared = False
+                    uncovered.append("several calls share one opener without per-call markers, in call objects with keys other than a name and arguments")
     if string_args:
         uncovered.append("arguments are a JSON string inside the call object; they come back as a string")
     family = "json-array" if array else ("json-bare" if not call_start.strip() else "json-object")
@@ -287,6 +341,7 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
         name_is_key=name_is_key,
         first_key=first_key,
         uncovered=tuple(uncovered),
+        shared_start=shared,
     )
     log.append(f"T1 JSON_NATIVE -> {t}")
     return t
@@ -359,6 +414,18 @@ def _generalize(a: str, b: str) -> str:
     return None
 
 
+def _opener_len(a: str, i: int, b: str, j: int) -> int:
+    """The common text before the name in both calls, cut at a marker-safe point, or further back at a
+    JSON object or array start: a call written as a JSON fragment (``, {"name": "`` vs ``[{"name": "``)
+    opens with ``{"name": "``, which the marker-safe cut alone leaves at ``"``."""
+    n = common_suffix_at(a, i, b, j)
+    raw = prefix_len(a[:i][::-1], b[:j][::-1])
+    for k in range(raw, n, -1):
+        if a[i - k] in "{[" and not any(s < i - k < e for s, e in _marker_spans(a)) and not any(s < j - k < e for s, e in _marker_spans(b)):
+            return k
+    return n
+
+
 def _tagged(one, two, turn, log) -> Tools:
     uncovered: list[str] = []
     ids = ID_A in one
@@ -368,7 +435,7 @@ def _tagged(one, two, turn, log) -> Tools:
     pre1 = o1[:n1]
     if t2:
         m1, m2 = t2.find(FN_A), t2.find(FN_B)
-        opener = pre1[len(pre1) - common_suffix_at(o1, n1, t2, m2) :] if common_suffix_at(o1, n1, t2, m2) else ""
+        opener = pre1[len(pre1) - _opener_len(o1, n1, t2, m2) :]
         opener = opener[len(opener) - len(opener.lstrip()) :]
     else:
         m1 = m2 = -1
