@@ -21,7 +21,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from .analysis.model import Analysis
 from .diff import MARKER, markers
 from .emit_families import headed_fields, message_anchor
-from .emit_tools import esc, literals, then_space, tool_field
+from .emit_tools import dropped_section, esc, literals, then_space, tool_field
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -182,6 +182,8 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     else:
         cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
         f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"))} if cores else {}
+        if dropped_section(t):  # calls no field reads: their section is consumed, not read as content
+            f["close_pattern"] = "|".join([x for x in (f.get("close_pattern"), dropped_section(t)) if x])
         f["content"] = "text"
         fields["content"] = f
     anchors = list(a.turn.anchors)

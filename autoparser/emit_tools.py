@@ -232,11 +232,19 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     return field, warnings
 
 
+def dropped_section(t: Tools) -> str | None:
+    """For calls no field can read (``Tools.family == "nameless"``): a pattern for their whole section,
+    which the content's close consumes so the calls neither spill into content nor overwrite it."""
+    if t.family != "nameless" or not t.section_start:
+        return None
+    return esc(t.section_start) + r"[\s\S]*?(?:" + (esc(t.section_end) + r"\s*|" if t.section_end else "") + r"\Z)"
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
     warnings = [f"not covered: {u}" for u in t.uncovered]
-    if t.family == "unknown":
+    if t.family in ("unknown", "nameless"):
         return None, warnings
     if t.format == "JSON_NATIVE":
         field, w = _json_native(t, ends, a.reasoning.end if a.reasoning.mode != "NONE" else "")

@@ -24,7 +24,7 @@ from .model import Content, Headed, Reasoning, Tools, Turn
 
 
 def refine(pr: Prober, turn: Turn, r: Reasoning, c: Content, t: Tools, log: list[str]) -> Tools:
-    if t.format == "NONE" or t.family == "unknown":
+    if t.format == "NONE" or t.family in ("unknown", "nameless"):
         return t
     h = _channels(turn, r, c, t) or _recipient(pr, turn, t)
     if h is None:

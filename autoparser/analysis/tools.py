@@ -60,12 +60,14 @@ def _find_path(value, target, path=()):
     return None
 
 
-def _tool_text(pr: Prober, calls: list[dict]) -> str | None:
+def _tool_text(pr: Prober, calls: list[dict], named: bool = True) -> str | None:
+    """What the calls add to an empty turn; ``named=False``: calls whose names the template does not
+    render (only their arguments)."""
     mode = pr.modes[0]
     for m in [mode] + [x for x in pr.modes if x != mode]:
         empty = pr.generation(assistant(""), m)
         withc = pr.generation(assistant(None, calls=calls), m)
-        if withc and all(c["function"]["name"] in withc.full for c in calls):
+        if withc and (all(c["function"]["name"] in withc.full for c in calls) if named else VAL_A in withc.full[len(withc.prompt) :]):
             # A template may refuse an empty message (Ministral) or drop it (Nemotron Nano v2 folds a
             # last message into the prompt): the prompt alone is then the baseline.
             dropped = empty is None or withc.prompt.startswith(empty.full)
@@ -113,8 +115,7 @@ def _after_reasoning(text: str | None, r: Reasoning) -> str | None:
 def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[str]) -> Tools:
     one = _tool_text(pr, [call()])
     if not one or FN_A not in one:
-        log.append("T1 no tool calls rendered -> NONE")
-        return Tools()
+        return _nameless(pr, r, log)
     two_calls = [call(), call(FN_B, {ARG_A: VAL_B, ARG_B: VAL_A}, ID_B)]
     two = _tool_text(pr, two_calls)
     if two and FN_B not in two:
@@ -131,6 +132,24 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
     t = _header_id(pr, one, t, log)
     return _python_literals(pr, r, t, log)
+
+
+def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:
+    """Calls the template renders without the function name (a header carrying only the call id,
+    ``<|tool_call_begin|>ID<|tool_call_argument_begin|>{…}``): no parser can give the name back.
+    When a marker opens them, the section is recognised so its text does not spill into content,
+    and the analysis says the calls cannot be parsed."""
+    text = _tool_text(pr, [call()], named=False)
+    if text and r.end and r.end in text and text.find(r.end) < text.find(VAL_A):
+        text = text[text.find(r.end) + len(r.end) :]
+    ms = markers(text or "")
+    if not text or not ms or not text.lstrip().startswith(ms[0]):
+        log.append("T1 no tool calls rendered -> NONE")
+        return Tools()
+    end = ms[-1] if len(ms) > 1 and text.rstrip().endswith(ms[-1]) else ""
+    why = "tool calls are rendered without the function name (the call header carries only the call id): they cannot be parsed back and are dropped from the message"
+    log.append(f"T1 calls rendered without their names: {text!r} -> section {ms[0]!r}…{end!r}; {why}")
+    return Tools(format="TAG_WITH_JSON", family="nameless", section_start=ms[0], section_end=end, uncovered=(why,))
 
 
 def _call_lead(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
