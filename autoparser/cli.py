@@ -43,7 +43,6 @@ def _tokens(src, pairs: list[str]) -> dict:
 
 def _cmd_infer(args) -> int:
     from .api import infer_result
-    from .verdict import describe
 
     src = _resolve(args.source, args.revision, args.template)
     src = dataclasses.replace(src, special_tokens=_tokens(src, args.token))
@@ -54,8 +53,6 @@ def _cmd_infer(args) -> int:
             print(line, file=sys.stderr)
     for w in res.warnings:
         print(f"warning: {src.where}: {w}", file=sys.stderr)
-    if res.verdict and res.verdict["status"] == "full":  # a degraded one is a warning above
-        print(f"verify: {describe(res.verdict)}", file=sys.stderr)
     for why in (res.verdict or {}).get("limits", []):
         print(f"verify: {why}", file=sys.stderr)
     if args.output:

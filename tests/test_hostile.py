@@ -69,7 +69,7 @@ def test_cli_succeeds_quietly(cli_runs, name):
     run, d = cli_runs[name]
     assert run.returncode == 0 and run.stderr == "", run.stderr  # no PyTorch banner, no warnings
     assert run.seconds < CLI_SECONDS
-    assert json.loads((d / "out.json").read_text(encoding="utf-8"))["start_anchor"] == ANCHORS[name]
+    assert json.loads((d / "out.json").read_text(encoding="utf-8"))["response_template"]["start_anchor"] == ANCHORS[name]  # -o writes a record
 
 
 def test_cli_verify_subcommand_is_bounded(tmp_path):
