@@ -93,6 +93,17 @@ def same_user_turn(prompt: str, full: str, user: str) -> str:
     return _same_spacing(prompt, full)
 
 
+def _separates(history: str, sep: str, header: str) -> bool:
+    """Whether ``sep`` also comes right before an earlier turn's header marker (one opening like ``header``)."""
+    i = history.find(sep)
+    while i >= 0:
+        j = i + len(sep)
+        if history.startswith(header[:2], j) and (MARKER.match(history, j) or history.startswith(header[:8], j)):
+            return True
+        i = history.find(sep, i + 1)
+    return False
+
+
 def _same_spacing(prompt: str, full: str) -> str:
     """``full`` continuing ``prompt`` exactly when, after their common prefix, the history renders the
     prompt's closing header with other whitespace around it (blank lines a separate history loop adds),
@@ -106,8 +117,8 @@ def _same_spacing(prompt: str, full: str) -> str:
     if j < 0 or NEEDLE.search(full, k, j):
         return full
     skipped = full[k:j]
-    if skipped.strip() and (MARKER.search(skipped) or len(skipped.strip()) > len(header)):
-        return full  # a separator is short and holds no marker; anything else is a turn of its own
+    if skipped.strip() and (MARKER.search(skipped) or len(skipped.strip()) > len(header) or not _separates(prompt[:k], skipped, header)):
+        return full  # a separator is short, holds no marker and comes before the earlier turns' headers too; anything else is the reply's
     j += len(header)
     tail = len(prompt) - len(prompt.rstrip())  # the prompt's own closing whitespace, where the full has some
     while tail and j < len(full) and full[j].isspace():
