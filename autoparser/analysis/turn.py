@@ -109,14 +109,15 @@ def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
             if ctx is None and mode == pr.modes[0]:
                 gen_prompt = gp
             # A prefill that opens or closes the reasoning belongs to the message, not the anchor.
-            cut = len(prompt)
-            for marker in (reasoning.start, reasoning.end, said[repr(mode)]):
-                i = prompt.find(marker, len(prompt) - len(gp)) if marker else -1
-                if i >= 0:
-                    cut = min(cut, i)
-            a = anchor_for(prompt, cut, len(prompt) - len(gp))
-            if a.strip():
-                anchors.append(a)
+            # The earliest such cut that still leaves anchor text: a "start" marker the generation prompt
+            # begins with is the turn's own header (history writes it without any reasoning).
+            cuts = sorted({len(prompt)} | {i for marker in (reasoning.start, reasoning.end, said[repr(mode)])
+                                           if marker and (i := prompt.find(marker, len(prompt) - len(gp))) >= 0})
+            for cut in cuts:
+                a = anchor_for(prompt, cut, len(prompt) - len(gp))
+                if a.strip():
+                    anchors.append(a)
+                    break
     anchors = list(dict.fromkeys(anchors))
     log.append(f"generation prompt {gen_prompt!r}; start anchors {anchors}")
     return Turn(gen_prompt, tuple(anchors), ends, tuple(",".join(f"{k}={v}" for k, v in m.items()) for m in pr.modes))
