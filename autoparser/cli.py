@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from .cli_source import source_from_args
 from .errors import AutoparserError
 from .output import one_line, record, unwrap, write_atomic
-
-def _resolve(source: str, revision: str | None, name: str | None):
-    from .hub import resolve
-
-    return resolve(source, revision=revision, name=name)
-
 
 @contextmanager
 def _naming(where: str):
@@ -30,22 +24,10 @@ def _naming(where: str):
         raise
 
 
-def _tokens(src, pairs: list[str]) -> dict:
-    """The source's special tokens plus ``--token NAME=VALUE`` (a bare .jinja file carries none)."""
-    tokens = dict(src.special_tokens or {})
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise AutoparserError(f"--token wants NAME=VALUE, got {pair!r}")
-        tokens[name.strip()] = value
-    return tokens
-
-
 def _cmd_infer(args) -> int:
     from .api import infer_result
 
-    src = _resolve(args.source, args.revision, args.template)
-    src = dataclasses.replace(src, special_tokens=_tokens(src, args.token))
+    src = source_from_args(args)
     with _naming(src.where):
         res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field, verify=not args.no_verify)
     if args.explain:
@@ -74,8 +56,7 @@ def _cmd_infer(args) -> int:
 def _cmd_verify(args) -> int:
     from .verify import verify
 
-    src = _resolve(args.source, args.revision, args.template)
-    src = dataclasses.replace(src, special_tokens=_tokens(src, args.token))
+    src = source_from_args(args)
     rt = None
     if args.response_template:
         try:

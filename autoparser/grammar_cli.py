@@ -4,7 +4,6 @@ format cannot be constrained is one line on stderr and exit status 2 (NoGrammar 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -36,13 +35,12 @@ def _load_tools(path: str) -> list:
 
 
 def run(args) -> int:
-    from . import cli
     from .api import infer_result
+    from .cli_source import source_from_args
     from .constrain import build, check_verified
 
     tools = _load_tools(args.tools)
-    src = cli._resolve(args.source, args.revision, args.template)
-    src = dataclasses.replace(src, special_tokens=cli._tokens(src, args.token))
+    src = source_from_args(args)
     opened = None if args.reasoning_open is None else args.reasoning_open == "yes"
     try:
         res = infer_result(src.template, src.special_tokens, where=src.where)

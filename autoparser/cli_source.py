@@ -1,0 +1,26 @@
+"""The source every subcommand reads: SOURCE, --revision, --template and --token from its arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .errors import AutoparserError
+
+
+def tokens(src, pairs: list[str] | None) -> dict:
+    """The source's special tokens plus ``--token NAME=VALUE`` (a bare .jinja file carries none)."""
+    out = dict(src.special_tokens or {})
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise AutoparserError(f"--token wants NAME=VALUE, got {pair!r}")
+        out[name.strip()] = value
+    return out
+
+
+def source_from_args(args):
+    """Resolve the source (file, model dir or Hub id) with the special tokens the user added."""
+    from .hub import resolve
+
+    src = resolve(args.source, revision=args.revision, name=args.template)
+    return dataclasses.replace(src, special_tokens=tokens(src, args.token))
