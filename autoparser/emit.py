@@ -21,7 +21,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from .analysis.model import Analysis
 from .diff import MARKER, markers
 from .emit_families import headed_fields, message_anchor
-from .emit_tools import dropped_section, esc, literals, then_space, tool_field
+from .emit_tools import dropped_section, esc, literals, one, then_space, tool_field
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -58,9 +58,6 @@ def bounded_whitespace(pattern: str) -> str:
         i += 1
     return "".join(out)
 
-
-def _one(values: list[str]) -> str | list[str]:
-    return values[0] if len(values) == 1 else values
 
 
 def _implicit_close(cores: list[str], calls: dict | None) -> str:
@@ -176,14 +173,15 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         f = {"open_pattern": re.sub(r"\d+", lambda _: r"\d+", esc(c.start))} if c.numbered else {"open": c.start}
         close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
         if close:
-            f["close"] = _one(close)
+            f["close"] = one(close)
         f["content"] = "text"
         fields["content"] = f
     else:
         cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
         f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"))} if cores else {}
-        if dropped_section(t):  # calls no field reads: their section is consumed, not read as content
-            f["close_pattern"] = "|".join([x for x in (f.get("close_pattern"), dropped_section(t)) if x])
+        section = dropped_section(t)
+        if section:  # calls no field reads: their section is consumed, not read as content
+            f["close_pattern"] = "|".join([x for x in (f.get("close_pattern"), section) if x])
         f["content"] = "text"
         fields["content"] = f
     anchors = list(a.turn.anchors)
@@ -198,7 +196,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if after_others:
         spec["start_anchor_pattern"] = after_others
     elif anchors:
-        spec["start_anchor"] = _one(anchors)
+        spec["start_anchor"] = one(anchors)
     else:
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")

@@ -43,8 +43,14 @@ def _call_transform(name: str, args: str, id_: str | None) -> dict:
     return t
 
 
-def _one(values: list[str]) -> str | list[str]:
+def one(values: list[str]) -> str | list[str]:
+    """A literal list of one is written as the literal itself."""
     return values[0] if len(values) == 1 else values
+
+
+def _openers(t: Tools, start: str) -> list[str]:
+    """The call's opener, also with the non-whitespace lead written before every call but the first."""
+    return [t.call_lead + start, start] if t.call_lead else [start]
 
 
 def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
@@ -74,7 +80,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     key = re.escape(t.first_key)
     obj = rf"\{{\s*\"{key}\""  # a call object's start
     if start:
-        field["open"] = _one([t.call_lead + start, start] if t.call_lead else [start])
+        field["open"] = one(_openers(t, start))
     else:
         # No marker of its own: the call stands at the start of the reply, or right after the reasoning.
         starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
@@ -86,7 +92,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         field["close_pattern"] = then_space(*literals(closes))
     if not end and start and not t.array_wrapped:
         # No close marker: a call ends where the next one's opener begins.
-        nxt = f"(?={'|'.join(literals([t.call_lead + start, start] if t.call_lead else [start]))})"
+        nxt = f"(?={'|'.join(literals(_openers(t, start)))})"
         field["close_pattern"] = "|".join([nxt] + ([field["close_pattern"]] if closes else []))
     if not t.array_wrapped:
         field["repeats"] = True
@@ -107,7 +113,7 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
     head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
     sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
-    opener = "|".join(literals([t.call_lead + start, start] if t.call_lead else [start]))
+    opener = "|".join(literals(_openers(t, start)))
     end = t.call_end.strip()
     finals = [esc(end)] if end else [esc(e) for e in ends] + [r"\Z"]
     field = {

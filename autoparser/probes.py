@@ -78,11 +78,11 @@ def drop_trailer(prompt: str, without: str | None, full: str) -> tuple[str, str 
     return prompt[:-t], without[:-t], full[:-t]
 
 
-def same_user_turn(prompt: str, full: str, user: str) -> str:
-    """``full`` with everything up to the last user message's text taken from ``prompt``, when the two
-    part before that text ends: a template that renders the last user turn differently when an
-    assistant turn follows (a system prompt merged into the last user message, a turn counter) still
-    generates after the prompt as it is; what the history shows of that user turn is no generation."""
+def align_history(prompt: str, full: str, user: str) -> str:
+    """``full`` realigned to continue ``prompt`` where they differ only in what no model writes: everything
+    up to the last user message's text is taken from ``prompt`` when the two part before it (a system
+    prompt merged into the last user message once an assistant turn follows), then layout around the
+    assistant header (``_same_spacing``)."""
     pe = prompt.rfind(user)
     fe = full.rfind(user)
     if pe < 0 or fe < 0 or full.startswith(prompt):
@@ -333,7 +333,7 @@ class Prober:
             # The template appends the next assistant header whether asked or not: the rendered turn
             # ends with it too, and a model stops before it.
             full = full[: len(full) - common_suffix_at(prompt, len(prompt), full, len(full))]
-        full = same_user_turn(prompt, full, USER)
+        full = align_history(prompt, full, USER)
         k = unsplit_prefix(prompt, full)
         if k == len(prompt):
             return Generation(prompt, full[k:], True, "", full)

@@ -14,7 +14,7 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from .analysis.model import Analysis
 from .diff import MARKER, _marker_spans, common_suffix_at, prefix_len
-from .probes import Prober, assistant, drop_trailer, same_user_turn
+from .probes import Prober, assistant, drop_trailer, align_history
 from .errors import TemplateError
 from .render import REASONING_KEYS, Renderer, budget, constant
 
@@ -271,7 +271,7 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
     without = pr.try_render(msgs, gen=False, mode=mode, tools=VERIFY_TOOLS)
     real = prompt  # what the model is given; the split below reads the renderings without their trailer
     prompt, without, full = drop_trailer(prompt, without, full)
-    full = same_user_turn(prompt, full, msgs[-1]["content"])
+    full = align_history(prompt, full, msgs[-1]["content"])
     k = _split(prompt, full)
     ends = a.turn.end_markers + a.tools.end_markers
     if k < len(prompt):  # a template that closes every conversation with a fixed trailer (Command R+)
