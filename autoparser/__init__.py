@@ -1,7 +1,7 @@
 """autoparser: infer a transformers ``response_template`` from a model's own chat template."""
 
-from .api import Result, analyze, infer, infer_result, template_hash
-from .constrain import grammar
+from .pipeline import Result, analyze, infer, infer_result, template_hash
+from .grammar import grammar
 from .errors import AnalysisError, AutoparserError, SourceError, TemplateError, VerificationError, WorkaroundError
 from .hook import attach, disable, enable
 

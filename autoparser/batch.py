@@ -24,7 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .api import template_hash
+from .pipeline import template_hash
 from .output import record, unwrap, write_atomic
 from .errors import AutoparserError, SourceError, VerificationError
 
@@ -88,7 +88,7 @@ def safe_names(models: list[str]) -> list[str]:
 # -- work done in workers ----------------------------------------------------------------------------------------
 
 def _resolve(model: str, template_name: str | None):
-    from .hub import resolve
+    from .sources.hub import resolve
 
     return resolve(model, name=template_name)
 
@@ -97,7 +97,7 @@ def analyse(template: str, special_tokens: dict, where: str, verify: bool, reaso
     """Infer (and verify) one template; a plain dict so it crosses process boundaries. Never raises."""
     t0 = time.monotonic()
     try:
-        from .api import infer_result
+        from .pipeline import infer_result
 
         res = infer_result(template, special_tokens, where=where, reasoning_field=reasoning_field, verify=verify)
     except VerificationError as e:

@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .api import template_hash
+from .pipeline import template_hash
 from .errors import AutoparserError, VerificationError
 
 FORMAT = 2  # 2: entries carry the verdict; refusals are entries without a template
@@ -120,7 +120,7 @@ def cached_entry(chat_template: str, special_tokens: dict | None = None, *, wher
     failure = _failures.get(key)
     if failure is not None:
         raise type(failure)(failure.message, where or failure.where)
-    from .api import infer_result
+    from .pipeline import infer_result
 
     with _lock:  # one analysis at a time: its time budget is wall-clock and its memory guard process-wide
         entry = lookup(key)
@@ -161,7 +161,7 @@ def cached_infer(chat_template: str, special_tokens: dict | None = None, *, wher
 def clear_memory() -> None:
     """Forget the in-process level, ``infer_result``'s memo included (tests; or after editing the analyzer
     in a live session)."""
-    from .api import forget
+    from .pipeline import forget
 
     _memory.clear()
     _failures.clear()

@@ -14,7 +14,7 @@ import logging
 import threading
 
 from .errors import AutoparserError
-from .source import SPECIAL_TOKEN_KEYS
+from .sources.local import SPECIAL_TOKEN_KEYS
 
 logger = logging.getLogger("autoparser")
 _lock = threading.Lock()
@@ -49,7 +49,7 @@ def attach(tokenizer):
         import copy
 
         from .cache import cached_entry
-        from .verdict import describe
+        from .verify.verdict import describe
 
         where = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
         entry = cached_entry(template, _special_tokens(tokenizer), where=str(where))

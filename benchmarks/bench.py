@@ -40,11 +40,12 @@ import regex
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autoparser import api, cache, hook, render  # noqa: E402
-from autoparser import verify as verify_mod  # noqa: E402
+from autoparser import cache, hook, pipeline  # noqa: E402
+from autoparser.render import Renderer, budget, sandbox  # noqa: E402
+from autoparser.verify import roundtrip as verify_mod  # noqa: E402
 from autoparser.errors import AutoparserError  # noqa: E402
-from autoparser.probes import Prober, assistant  # noqa: E402
-from autoparser.verify import VERIFY_TOOLS, _generation, chunks  # noqa: E402
+from autoparser.analysis.probes import Prober, assistant  # noqa: E402
+from autoparser.verify.roundtrip import VERIFY_TOOLS, _generation, chunks  # noqa: E402
 
 CORPUS = Path(os.environ.get("AUTOPARSER_CORPUS", "/work/shared/corpus/templates"))
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
@@ -111,14 +112,14 @@ def bench_infer(templates, repeats: int, verbose: bool) -> dict:
     print(f"{'template':44} {'cold':>8} {'analysis':>8} {'warm mem':>8} {'warm disk':>9} {'jinja2':>8} {'+verify':>8}  renders")
     for name, src in templates:
         def cold(verify=False):
-            render._compiled_cached.cache_clear()
-            api.forget()  # the in-process memo would answer a repeat
+            sandbox._compiled_cached.cache_clear()
+            pipeline.forget()  # the in-process memo would answer a repeat
             verify_mod._PROBERS.clear()
-            api.infer_result(src, TOKENS, verify=verify)
+            pipeline.infer_result(src, TOKENS, verify=verify)
 
         try:
             t_cold = median_time(cold, repeats)
-            t_analysis = median_time(lambda: api.infer_result(src, TOKENS, verify=False), repeats, setup=api.forget)
+            t_analysis = median_time(lambda: pipeline.infer_result(src, TOKENS, verify=False), repeats, setup=pipeline.forget)
             t_verified = median_time(lambda: cold(verify=True), repeats)
         except AutoparserError as e:
             failed.append((name, e.message))
@@ -128,7 +129,7 @@ def bench_infer(templates, repeats: int, verbose: bool) -> dict:
         t_mem = median_time(lambda: cache.cached_infer(src, TOKENS), max(repeats, 20))
         t_disk = median_time(lambda: cache.cached_infer(src, TOKENS), max(repeats, 20), setup=cache.clear_memory)
         t_jinja = median_time(lambda: _compile_jinja_template.__wrapped__(src), repeats)
-        renders = next((m.group(1) for line in api.analyze(src, TOKENS).log if (m := regex.match(r"(\d+) renders", line))), "")
+        renders = next((m.group(1) for line in pipeline.analyze(src, TOKENS).log if (m := regex.match(r"(\d+) renders", line))), "")
         rows.append((name, t_cold, t_analysis, t_mem, t_disk, t_jinja, t_verified))
         print(f"{name[:44]:44} {ms(t_cold)} {ms(t_analysis)} {ms(t_mem)} {ms(t_disk):>9} {ms(t_jinja)} {ms(t_verified)}  {renders}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -176,9 +177,9 @@ def long_messages() -> dict[str, dict]:
 
 def generation_for(src: str, result, m: dict):
     """(prompt, text) of the template's own rendering of ``m``: the mode that renders the most of it."""
-    pr = Prober(render.Renderer(src, TOKENS))
+    pr = Prober(Renderer(src, TOKENS))
     best = None
-    with render.budget(60.0, "benchmark rendering"):
+    with budget(60.0, "benchmark rendering"):
         for mode in pr.modes:
             g = _generation(pr, result.analysis, [{"role": "user", "content": "Go."}], m, mode)
             if g is not None and (best is None or len(g[1]) > len(best[1])):
@@ -240,7 +241,7 @@ def bench_parse(templates, repeats: int, verbose: bool) -> dict:
     ratios, noise, holds, over, by_design = [], [], [], [], []
     for name, src in templates:
         try:
-            res = api.infer_result(src, TOKENS)
+            res = pipeline.infer_result(src, TOKENS)
         except AutoparserError:
             continue
         template = res.template
@@ -341,7 +342,7 @@ def bench_hook(repeats: int) -> dict:
     def empty_cache():
         os.environ["AUTOPARSER_CACHE_DIR"] = str(Path(tempfile.mkdtemp(dir=tmp)))
         cache.clear_memory()
-        render._compiled_cached.cache_clear()
+        sandbox._compiled_cached.cache_clear()
 
     hook.enable()
     try:

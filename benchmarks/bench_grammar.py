@@ -8,10 +8,10 @@ import statistics
 import time
 from collections import Counter
 
-from autoparser import api
-from autoparser.constrain import build
+from autoparser import pipeline
+from autoparser.grammar.build import build
 from autoparser.errors import AutoparserError
-from autoparser.grammar_format import NoGrammar
+from autoparser.grammar.layout import NoGrammar
 from autoparser.verify import VERIFY_TOOLS
 
 
@@ -20,7 +20,7 @@ def bench_grammar(templates, repeats: int, verbose: bool, tokens: dict) -> dict:
     refused: Counter = Counter()
     for name, src in templates:
         try:
-            analysis = api.infer_result(src, tokens).analysis
+            analysis = pipeline.infer_result(src, tokens).analysis
             build(analysis, VERIFY_TOOLS)
         except NoGrammar as e:
             refused[str(e).split(":")[0][:70]] += 1

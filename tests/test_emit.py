@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
-from autoparser.emit import _literal_prefix
+from autoparser.emit.template import _literal_prefix
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -14,9 +14,10 @@ import pytest
 from transformers.utils.chat_parsing import parse_response
 
 import autoparser
-from autoparser.constrain import build, check_verified
-from autoparser.grammar_format import NoGrammar
-from autoparser.verify import VERIFY_TOOLS, _norm_calls, verify
+from autoparser.grammar.build import build, check_verified
+from autoparser.grammar.layout import NoGrammar
+from autoparser.verify import VERIFY_TOOLS, verify
+from autoparser.verify.roundtrip import _norm_calls
 
 llguidance = pytest.importorskip("llguidance", reason="the grammar extra is not installed: pip install -e '.[grammar]'")
 
@@ -219,7 +220,7 @@ QWEN = """{%- for m in messages %}<|im_start|>{{ m.role }}
 
 
 def test_api_and_cli(tmp_path, capsys, tokenizer):
-    from autoparser.cli import main
+    from autoparser.cli.main import main
 
     g = autoparser.grammar(QWEN, VERIFY_TOOLS, tool_choice="required")
     assert g.startswith("%llguidance {}") and '"get_weather"' in g

@@ -128,12 +128,12 @@ def test_attach_named_templates_and_none():
 
 
 def test_cache_hits_are_fast_and_survive_corruption(tmp_path, monkeypatch):
-    import autoparser.api
+    import autoparser.pipeline
 
     qwen3 = corpus_template("Qwen-Qwen3-0.6B")
     calls = []
-    real = autoparser.api.infer_result
-    monkeypatch.setattr(autoparser.api, "infer_result", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = autoparser.pipeline.infer_result
+    monkeypatch.setattr(autoparser.pipeline, "infer_result", lambda *a, **k: calls.append(1) or real(*a, **k))
     tokens = {"eos_token": "<|im_end|>"}
     first = cache.cached_infer(qwen3, tokens)
     t0 = time.perf_counter()

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 import autoparser
-from autoparser import render, workarounds
+from autoparser.analysis import probes, workarounds
+from autoparser.render import Renderer, sandbox, watchdog
 from autoparser.errors import SourceError, TemplateError, WorkaroundError
-from autoparser.hub import resolve
+from autoparser.sources.hub import resolve
 
 _spec = importlib.util.spec_from_file_location("hostile_cases", Path(__file__).resolve().parents[1] / "benchmarks" / "hostile.py")
 hostile = importlib.util.module_from_spec(_spec)
@@ -95,7 +96,7 @@ def _text(case) -> str:
 
 
 TEMPLATE_CASES = [c.name for c in hostile.CASES if c.args == ("t.jinja",) and c.expect is not None and not c.env
-                  and isinstance(_text(c), str) and _text(c).strip() and len(_text(c)) <= render.MAX_TEMPLATE]
+                  and isinstance(_text(c), str) and _text(c).strip() and len(_text(c)) <= sandbox.MAX_TEMPLATE]
 
 
 @pytest.mark.parametrize("name", TEMPLATE_CASES)
@@ -111,7 +112,7 @@ def test_api_raises_clearly_and_in_time(name):
 @pytest.mark.parametrize("name", ["empty", "too-large", "too-many-tags"])
 def test_api_rejects_before_compiling(name):
     with pytest.raises(TemplateError, match=CASES[name].expect):
-        render.Renderer(_text(CASES[name]), where="t.jinja")
+        Renderer(_text(CASES[name]), where="t.jinja")
 
 
 @pytest.mark.parametrize("name", ["binary", "latin1", "utf16", "dev-zero", "cfg-number", "cfg-dict", "cfg-list-no-default",
@@ -187,7 +188,7 @@ def test_workarounds_dir_from_environment(tmp_path, monkeypatch):
 def test_budget_interrupts_a_busy_loop():
     start = time.monotonic()
     with pytest.raises(TemplateError, match="took longer than 0.3 s"):
-        with render.budget(0.3, "loop"):
+        with watchdog.budget(0.3, "loop"):
             while True:
                 pass
     assert time.monotonic() - start < 2
@@ -196,14 +197,14 @@ def test_budget_interrupts_a_busy_loop():
 def test_budget_counts_work_not_waiting():
     """The budget is the thread's CPU time (a loaded machine does not make a template fail); waiting is
     still cut off at WALL_FACTOR times the budget."""
-    with render.budget(0.2, "sleeper"):
+    with watchdog.budget(0.2, "sleeper"):
         time.sleep(0.4)  # over the budget in wall time, nearly no CPU
     start = time.monotonic()
     with pytest.raises(TemplateError, match="took longer than 0.1 s"):
-        with render.budget(0.1, "waiter"):
+        with watchdog.budget(0.1, "waiter"):
             while True:
                 time.sleep(0.01)
-    assert 0.1 * render.WALL_FACTOR - 0.05 < time.monotonic() - start < 2
+    assert 0.1 * watchdog.WALL_FACTOR - 0.05 < time.monotonic() - start < 2
 
 
 def test_budget_does_not_count_garbage_collection():
@@ -221,13 +222,13 @@ def test_budget_does_not_count_garbage_collection():
 
     gc.callbacks.append(slow_collection)
     try:
-        with render.budget(0.2, "collector"):
+        with watchdog.budget(0.2, "collector"):
             gc.collect()
     finally:
         gc.callbacks.remove(slow_collection)
     assert finished, "the budget fired inside the collection"
     with pytest.raises(TemplateError, match="took longer than 0.2 s"):  # and the budget still holds after it
-        with render.budget(0.2, "collector"):
+        with watchdog.budget(0.2, "collector"):
             gc.collect()
             while True:
                 pass
@@ -238,11 +239,11 @@ def test_budget_fires_again_when_its_exception_is_swallowed():
     firing until the budget is left."""
     start = time.monotonic()
     with pytest.raises(TemplateError, match="took longer than 0.1 s"):
-        with render.budget(0.1, "swallower"):
+        with watchdog.budget(0.1, "swallower"):
             try:
                 while True:
                     pass
-            except render.RenderTimeout:
+            except watchdog.RenderTimeout:
                 pass
             while True:
                 pass
@@ -250,10 +251,10 @@ def test_budget_fires_again_when_its_exception_is_swallowed():
 
 
 def test_budget_stops_memory_growth(monkeypatch):
-    monkeypatch.setattr(render, "MAX_GROWTH", 64 << 20)
+    monkeypatch.setattr(watchdog, "MAX_GROWTH", 64 << 20)
     hoard = []
     with pytest.raises(TemplateError, match="more than 64 MB"):
-        with render.budget(30, "hoarder"):
+        with watchdog.budget(30, "hoarder"):
             while True:
                 hoard.append(bytearray(1 << 20))
     assert len(hoard) < 1024
@@ -261,8 +262,8 @@ def test_budget_stops_memory_growth(monkeypatch):
 
 
 def test_lone_render_has_its_own_budget(monkeypatch):
-    monkeypatch.setattr(render, "TIME_BUDGET", 0.3)
-    r = render.Renderer(_text(CASES["loop"]), where="t.jinja")
+    monkeypatch.setattr(watchdog, "TIME_BUDGET", 0.3)
+    r = Renderer(_text(CASES["loop"]), where="t.jinja")
     start = time.monotonic()
     with pytest.raises(TemplateError, match="t.jinja: template took longer than 0.3 s"):
         r.render([{"role": "user", "content": "hi"}])
@@ -300,8 +301,8 @@ def test_single_c_level_operations_are_refused(src, message):
     Refused within the budget's wall cut-off (a loaded CI box runs the CLI cases alongside)."""
     start = time.monotonic()
     with pytest.raises(TemplateError, match=message):
-        render.Renderer(src).render([{"role": "user", "content": "hi"}])
-    assert time.monotonic() - start < render.TIME_BUDGET * render.WALL_FACTOR
+        Renderer(src).render([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - start < watchdog.TIME_BUDGET * watchdog.WALL_FACTOR
 
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "templates"
@@ -328,7 +329,7 @@ def test_guards_render_as_transformers_does():
                 want = render_jinja_template([CONVERSATION], tools=tools, chat_template=src, add_generation_prompt=True, **kw)[0][0]
             except Exception:  # noqa: BLE001 - templates transformers cannot render (Kimi's list.append...)
                 continue
-            assert render.Renderer(src, kw).render(CONVERSATION, tools=tools, add_generation_prompt=True) == want
+            assert Renderer(src, kw).render(CONVERSATION, tools=tools, add_generation_prompt=True) == want
             compared += 1
     assert compared >= 2
 
@@ -336,12 +337,11 @@ def test_guards_render_as_transformers_does():
 def test_a_template_that_mutates_its_inputs_changes_nothing_outside():
     """The mutable sandbox lets a template append to lists: it gets copies, so the probe tools every
     analysis shares (and whose weights are remembered) stay as they were, and later renders see them so."""
-    from autoparser import probes
 
     before = json.dumps(probes.TOOLS)
     src = ("{% set _ = tools.append({'x': 'y' * 10}) %}{% set _ = tools[0]['function'].update({'name': 'hacked'}) %}"
            "{% set _ = messages.append(messages[0]) %}{{ tools | length }} {{ messages | length }}")
-    r = render.Renderer(src)
+    r = Renderer(src)
     assert r.render([{"role": "user", "content": "hi"}], tools=probes.TOOLS) == "3 2" and r.mutable
     assert json.dumps(probes.TOOLS) == before
-    assert render.Renderer("{{ tools | length }} {{ tools[0].function.name }}").render([], tools=probes.TOOLS) == "2 fn_alpha"
+    assert Renderer("{{ tools | length }} {{ tools[0].function.name }}").render([], tools=probes.TOOLS) == "2 fn_alpha"

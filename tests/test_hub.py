@@ -12,7 +12,7 @@ from conftest import corpus_template
 
 from autoparser import infer_result
 from autoparser.errors import SourceError
-from autoparser.hub import HUB_FILES, resolve
+from autoparser.sources.hub import HUB_FILES, resolve
 
 QWEN_CONFIG = {"eos_token": {"content": "<|im_end|>", "special": True, "__type": "AddedToken"}, "pad_token": "<|endoftext|>",
                "bos_token": None}

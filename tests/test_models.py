@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import autoparser
-from autoparser.verify import verify
+from autoparser.pipeline import verify
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 TEMPLATES = sorted(MODELS.glob("*.jinja"))
@@ -46,7 +46,7 @@ def test_verify_catches_a_broken_template():
 def test_special_tokens_the_template_reads(capsys):
     """A bare .jinja carries no special tokens: infer says which ones it rendered empty, and the CLI's
     --token supplies them (they change the analysis where the template writes them)."""
-    from autoparser.cli import main
+    from autoparser.cli.main import main
 
     path = MODELS / "forced-closed.jinja"
     src = path.read_text(encoding="utf-8")

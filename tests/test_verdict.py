@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import autoparser
-from autoparser.cli import main
+from autoparser.cli.main import main
 from autoparser.verify import template_fields, verify
 
 ROOT = Path(__file__).resolve().parents[1]

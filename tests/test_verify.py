@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
-from autoparser import api
+from autoparser.render import watchdog
 from autoparser.analysis.model import Analysis, Content, Reasoning, Tools, Turn
 from autoparser.errors import TemplateError
 from autoparser.verify import verify
@@ -146,7 +146,7 @@ def test_builtin_probes_pass_on_a_correct_template():
 
 def test_renders_run_under_the_analysis_budget(monkeypatch):
     slow = chatml("{% for i in range(3000) %}{% for j in range(3000) %}{% endfor %}{% endfor %}{{ m.content }}")
-    monkeypatch.setattr(api, "TIME_BUDGET", 0.2)
+    monkeypatch.setattr(watchdog, "TIME_BUDGET", 0.2)
     with pytest.raises(TemplateError, match="longer than"):
         run(slow, {"role": "assistant", "content": "Answer."})
 
@@ -199,7 +199,7 @@ def test_cli_reports_limits_and_the_first_failure(tmp_path, capsys):
     exits 1 with the diverging case (the full report on stdout for ``verify``)."""
     import json
 
-    from autoparser.cli import main
+    from autoparser.cli.main import main
 
     path = tmp_path / "py.jinja"
     path.write_text(chatml("{{ m.content or '' }}" + PY_CALLS), encoding="utf-8")

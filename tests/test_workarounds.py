@@ -5,7 +5,7 @@ import json
 import pytest
 
 import autoparser
-from autoparser import workarounds
+from autoparser.analysis import workarounds
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ..diff import markers
-from ..probes import CONTENT, REASON, USER, Prober, assistant
+from .diff import markers
+from .probes import CONTENT, REASON, USER, Prober, assistant
 from .model import Content, Reasoning, Turn
 
 

@@ -18,8 +18,8 @@ import dataclasses
 
 import regex as re
 
-from ..diff import markers
-from ..probes import CONTENT, USER, Prober, assistant, call
+from .diff import markers
+from .probes import CONTENT, USER, Prober, assistant, call
 from .model import Content, Headed, Reasoning, Tools, Turn
 
 

@@ -10,8 +10,8 @@ from itertools import combinations
 
 import regex as re
 
-from ..diff import MARKER, Diff, diff, leading_markers, markers, trailing_markers
-from ..probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
+from .diff import MARKER, Diff, diff, leading_markers, markers, trailing_markers
+from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
 from .model import Reasoning
 
 

@@ -15,8 +15,8 @@ import regex as re
 
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
-from ..diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len
-from ..probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
+from .diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len
+from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
 ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls

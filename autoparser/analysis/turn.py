@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import regex as re
 
-from ..diff import MARKER, markers, prefix_len
+from .diff import MARKER, markers, prefix_len
 from ..errors import AnalysisError, TemplateError
-from ..probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
+from .probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Reasoning, Turn
 
 

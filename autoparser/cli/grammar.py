@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import AutoparserError
+from ..errors import AutoparserError
 
 
 def add_arguments(p) -> None:
@@ -35,9 +35,9 @@ def _load_tools(path: str) -> list:
 
 
 def run(args) -> int:
-    from .api import infer_result
-    from .cli_source import source_from_args
-    from .constrain import build, check_verified
+    from ..pipeline import infer_result
+    from .source import source_from_args
+    from ..grammar.build import build, check_verified
 
     tools = _load_tools(args.tools)
     src = source_from_args(args)

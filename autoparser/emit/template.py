@@ -18,10 +18,10 @@ import regex as re
 
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
-from .analysis.model import Analysis
-from .diff import MARKER, markers
-from .emit_families import headed_fields, message_anchor
-from .emit_tools import dropped_section, esc, literals, one, then_space, tool_field
+from ..analysis.model import Analysis
+from ..analysis.diff import MARKER, markers
+from .families import headed_fields, message_anchor
+from .tools import dropped_section, esc, literals, one, then_space, tool_field
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, fields
 
 import regex as re
 
-from .analysis.model import Analysis
-from .errors import AutoparserError
+from ..analysis.model import Analysis
+from ..errors import AutoparserError
 
 
 class NoGrammar(AutoparserError):

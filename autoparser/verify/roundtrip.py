@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
-from .analysis.model import Analysis
-from .diff import MARKER, _marker_spans, common_suffix_at, prefix_len
-from .probes import Prober, assistant, drop_trailer, align_history
-from .errors import TemplateError
-from .render import REASONING_KEYS, Renderer, budget, constant
+from ..analysis.model import Analysis
+from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
+from ..analysis.probes import Prober, assistant, drop_trailer, align_history
+from ..errors import TemplateError
+from ..render import REASONING_KEYS, Renderer, budget, constant, watchdog
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
 
@@ -403,22 +403,17 @@ def _prober(chat_template: str, special_tokens: dict | None, seconds: float) -> 
     return pr
 
 
-def verify(chat_template: str, response_template: dict | None = None, special_tokens: dict | None = None, *, analysis: Analysis | None = None, messages=None, reasoning_field: str = "thinking") -> Report:
-    """Round-trip ``response_template`` (inferred when not given) on the template's own renderings.
+def verify(chat_template: str, response_template: dict, special_tokens: dict | None = None, *, analysis: Analysis, messages=None, reasoning_field: str = "thinking") -> Report:
+    """Round-trip ``response_template`` on the template's own renderings (``pipeline.verify`` checks what
+    ``infer`` emits). The analysis says where each rendering's generation starts.
 
-    The renderings of each probe message run under the analysis' time budget (``api.TIME_BUDGET``);
+    The renderings of each probe message run under the analysis' time budget (``watchdog.TIME_BUDGET``);
     parsing runs outside it."""
-    from . import api
-
-    if response_template is None or analysis is None:  # what ``infer`` emits: verified, fields left out
-        res = api.infer_result(chat_template, special_tokens)
-        analysis = analysis or res.analysis
-        response_template = response_template or res.template
     cases: list[Case] = []
     fields = template_fields(response_template, reasoning_field)
-    pr = _prober(chat_template, special_tokens, api.TIME_BUDGET)
+    pr = _prober(chat_template, special_tokens, watchdog.TIME_BUDGET)
     for name, m in messages or probe_messages():
-        with budget(api.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
+        with budget(watchdog.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
             for hist in (False, True):
                 msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
                 found = False
@@ -485,8 +480,6 @@ def _kinds(value) -> set[str]:
 def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
     """A failing case is a limit, not a bug, when its calls carry argument values of a kind the analysis
     found unreadable (Python literals) and the same message without those arguments round-trips."""
-    from . import api
-
     msgs, m, mode = case.source
     reasons = dict(a.tools.unreadable)
     dropped: dict[str, set[str]] = {}  # argument -> its unreadable kinds
@@ -498,7 +491,7 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
         return
     calls = [{**c, "function": {**c["function"], "arguments": {k: v for k, v in c["function"]["arguments"].items() if k not in dropped}}}
              for c in m["tool_calls"]]
-    with budget(api.TIME_BUDGET, "template"):
+    with budget(watchdog.TIME_BUDGET, "template"):
         retry = _case(pr, a, case.name, msgs, {**m, "tool_calls": calls}, mode, case.history)
     if retry is None:
         return

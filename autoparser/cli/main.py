@@ -9,9 +9,9 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .cli_source import source_from_args
-from .errors import AutoparserError
-from .output import one_line, record, unwrap, write_atomic
+from .source import source_from_args
+from ..errors import AutoparserError
+from ..output import one_line, record, unwrap, write_atomic
 
 @contextmanager
 def _naming(where: str):
@@ -25,7 +25,7 @@ def _naming(where: str):
 
 
 def _cmd_infer(args) -> int:
-    from .api import infer_result
+    from ..pipeline import infer_result
 
     src = source_from_args(args)
     with _naming(src.where):
@@ -45,7 +45,7 @@ def _cmd_infer(args) -> int:
     else:
         sys.stdout.write(json.dumps(res.template, indent=2, ensure_ascii=False) + "\n")
     if args.serve:
-        from .serve import guidance
+        from ..serve import guidance
 
         model = "MODEL" if Path(args.source).is_file() else args.source
         for line in guidance(res.template, args.serve, model):
@@ -54,7 +54,7 @@ def _cmd_infer(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    from .verify import verify
+    from ..pipeline import verify
 
     src = source_from_args(args)
     rt = None
@@ -84,7 +84,7 @@ def _say_verdict(report) -> int:
 
 
 def _cmd_batch(args) -> int:
-    from .batch import run
+    from ..batch import run
 
     return run(args)
 
@@ -116,13 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_cmd_verify)
     b = sub.add_parser("batch", help="infer templates for many models")
     try:
-        from .batch import add_arguments
+        from ..batch import add_arguments
     except ImportError:
         add_arguments = None
     if add_arguments:
         add_arguments(b)
     b.set_defaults(func=_cmd_batch)
-    from .grammar_cli import add_arguments as add_grammar_arguments
+    from .grammar import add_arguments as add_grammar_arguments
 
     add_grammar_arguments(sub.add_parser("grammar", help="print a constrained-decoding grammar in the template's own tool-call format"))
     return p

@@ -1,12 +1,12 @@
-"""Render chat templates the way transformers' ``apply_chat_template`` does, but bounded.
+"""The sandbox chat templates compile in: guards, the code generator and the environment.
 
 Chat templates are untrusted code. We compile them in jinja2's immutable sandbox with
 transformers' settings (trim/lstrip blocks, loop controls, ``{% generation %}``, ``tojson``,
 ``raise_exception``, ``strftime_now``), fall back to the mutable sandbox only when a template
 needs ``list.append`` (transformers itself cannot render those), and bound every render by
-wall time, memory growth and output size so a hostile template fails with a clear error.
+wall time, memory growth (``watchdog``) and output size so a hostile template fails with a clear error.
 
-The watchdog (``budget``) can only interrupt Python bytecode, so the guards below also refuse, before
+The watchdog can only interrupt Python bytecode, so the guards below also refuse, before
 they run, the single C-level operations that would allocate or compute without bound (``'a'.ljust(10**9)``,
 huge integer products, printing a list that holds one string a thousand times), and compile-time constant
 folding is off so nothing runs outside the budget.
@@ -14,18 +14,13 @@ folding is off so nothing runs outside the budget.
 
 from __future__ import annotations
 
-import ctypes
-import copy
 import functools
-import gc
 import itertools
 import json
 import logging
-import os
 import re
 import sys
 import threading
-import time
 from collections.abc import Iterator, MappingView
 from contextlib import contextmanager
 from datetime import datetime
@@ -39,16 +34,13 @@ from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import _PassArg
 
-from .errors import TemplateError
+from ..errors import TemplateError
 
 MAX_OUTPUT = 1 << 20  # characters one render (or any value it builds) may hold
 MAX_TEMPLATE = 4 << 20  # characters of template source we accept
 MAX_TAGS = 10_000  # {{ }} and {% %} tags: compiling costs ~50 us and ~15 kB per tag (real templates: < 400)
-MAX_GROWTH = 512 << 20  # bytes of resident memory a render may add
 MAX_INT_BITS = 1 << 16  # integers a template computes (big products are C loops the watchdog cannot stop)
 CACHE_SOURCE = 256 << 10  # compiled templates are cached for sources up to this many characters
-TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))  # seconds, for a compile or a lone render
-REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
 
 
 class _QuietTorchBanner(logging.Filter):
@@ -61,10 +53,6 @@ class _QuietTorchBanner(logging.Filter):
 # Installed before transformers is imported (render is imported ahead of the emitter); filters are
 # per logger and transformers keeps them when it configures its root logger.
 logging.getLogger("transformers").addFilter(_QuietTorchBanner())
-
-
-class RenderTimeout(BaseException):
-    """Injected into the rendering thread by the watchdog; BaseException so templates can't swallow it."""
 
 
 class _GenerationTag(jinja2.ext.Extension):
@@ -176,6 +164,7 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
     return total
 
 
+_local = threading.local()  # this thread's weights memo while it renders (``weighing``)
 _CONSTANT_WEIGHTS: dict[int, tuple[Any, int]] = {}
 
 
@@ -674,266 +663,12 @@ def _compiled(source: str, mutable: bool) -> jinja2.Template:
     return _compiled_cached(source, mutable)
 
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _rss() -> int:
-    """Resident bytes, read unbuffered (a buffered text file took three times as long, at every budget)."""
-    try:
-        fd = os.open("/proc/self/statm", os.O_RDONLY)
-    except OSError:
-        return 0
-    try:
-        return int(os.read(fd, 256).split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-    finally:
-        os.close(fd)
-
-
-class _Budget:
-    """One active budget: whose thread, its deadlines, and what to say when one passes."""
-
-    __slots__ = ("thread", "clock", "cpu_deadline", "wall_deadline", "start_rss", "late", "hungry", "collecting", "fired_at")
-
-    def __init__(self, seconds: float, what: str, doing: str):
-        self.thread = threading.get_ident()
-        self.clock = _thread_clock()
-        self.cpu_deadline = (_cpu_time(self.clock) if self.clock is not None else 0.0) + seconds
-        self.wall_deadline = time.monotonic() + seconds * (WALL_FACTOR if self.clock is not None else 1)
-        self.start_rss = _rss()
-        self.late = f"{what} took longer than {seconds:g} s to {doing}"
-        self.hungry = f"{what} used more than {MAX_GROWTH >> 20} MB of memory to {doing}"
-        self.collecting = 0.0  # when a garbage collection in this thread began (0: none running)
-        self.fired_at = 0.0
-
-    def overdue(self, now: float) -> bool:
-        if self.collecting:
-            return False
-        return now > self.wall_deadline or (self.clock is not None and _cpu_time(self.clock) > self.cpu_deadline)
-
-
-class _Watchdog:
-    """One daemon thread per process watches every active budget: starting a thread per budget cost more than
-    a whole analysis's renders. It sleeps while no budget is active."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.wake = threading.Condition(self.lock)
-        self.active: dict[int, _Budget] = {}
-        self.thread: threading.Thread | None = None
-        self.fired: dict[int, str] = {}
-
-    def add(self, token: int, entry: _Budget) -> None:
-        with self.lock:
-            self.active[token] = entry
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, daemon=True, name="autoparser-watchdog")
-                self.thread.start()
-            self.wake.notify()
-
-    def remove(self, token: int) -> str | None:
-        """Stop watching; the reason if the watchdog fired (under the lock, so it cannot fire after this)."""
-        with self.lock:
-            self.active.pop(token, None)
-            return self.fired.pop(token, None)
-
-    def _run(self) -> None:
-        with self.lock:
-            while True:
-                if not self.active:
-                    self.wake.wait()
-                    continue
-                self.wake.wait(0.005)
-                now, rss = time.monotonic(), None
-                for token, b in list(self.active.items()):
-                    if b.fired_at:  # fired, still running: the exception was swallowed (a gc callback); again
-                        if now - b.fired_at > 0.5:
-                            b.fired_at = now
-                            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(b.thread), ctypes.py_object(RenderTimeout))
-                        continue
-                    reason = None
-                    if b.overdue(now):
-                        reason = b.late
-                    elif b.start_rss:
-                        rss = _rss() if rss is None else rss
-                        if rss - b.start_rss > MAX_GROWTH:
-                            reason = b.hungry
-                    if reason:
-                        b.fired_at = now
-                        self.fired[token] = reason
-                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(b.thread), ctypes.py_object(RenderTimeout))
-
-
-_watchdog = _Watchdog()
-if hasattr(os, "register_at_fork"):  # a forked child has no watchdog thread, and its lock may be held
-    os.register_at_fork(after_in_child=lambda: globals().__setitem__("_watchdog", _Watchdog()))
-_tokens = itertools.count()
-
-
-WALL_FACTOR = 5  # a budget counts the thread's CPU time; wall time is cut off at this multiple
-
-
-def _thread_clock() -> int | None:
-    """This thread's CPU-time clock, where the platform has one."""
-    try:
-        return time.pthread_getcpuclockid(threading.get_ident())
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_time(clock: int) -> float:
-    try:
-        return time.clock_gettime(clock)
-    except OSError:  # the thread is gone
-        return 0.0
-
-
-def _on_collection(phase: str, info: dict) -> None:
-    """Garbage collection pauses are the process's heap at work, not the template's: a full collection
-    of a large heap (a test process, a server) took 0.25 s here and several times that on a loaded CI
-    box, and once pushed a 20 ms render past its budget. Their time moves the budget's deadlines on.
-    Runs inside the collector: no locks, no allocation beyond floats."""
-    b = getattr(_local, "entry", None)
-    if b is None:
-        return
-    now = time.monotonic()
-    if phase == "start":
-        b.collecting = now
-    elif b.collecting:
-        paused = now - b.collecting
-        b.cpu_deadline += paused
-        b.wall_deadline += paused
-        b.collecting = 0.0
-
-
-gc.callbacks.append(_on_collection)
-
-
 @contextmanager
-def budget(seconds: float, what: str = "template", *, doing: str = "render"):
-    """Bound the enclosed work by CPU time and memory growth.
-
-    CPU time of this thread, not wall time: a template is stopped for the work it does, not for a loaded
-    machine (a CI box under load ran 3x slower and renders that take 0.3 s hit a 2 s wall budget). Wall
-    time still stops it at ``WALL_FACTOR`` times the budget, and is the budget where no thread clock exists.
-    Garbage-collection pauses count for neither (``_on_collection``).
-
-    The watchdog injects ``RenderTimeout`` into this thread when a deadline passes or resident memory
-    grows by more than ``MAX_GROWTH``; jinja's compiled code is Python, so the exception lands at the next
-    bytecode. Nested budgets are no-ops (the outer one governs).
-    """
-    if getattr(_local, "entry", None) is not None:
-        yield
-        return
-    token, dog = next(_tokens), _watchdog
-    entry = _local.entry = _Budget(seconds, what, doing)
-    fired = None
+def weighing(mutable: bool):
+    """The weights memo for one render: seeded with the constants' weights where nothing can change a
+    container (immutable sandbox), empty where the render works on its own copies (mutable sandbox)."""
+    _local.memo = {} if mutable else dict(_CONSTANT_WEIGHTS)
     try:
-        try:
-            dog.add(token, entry)
-            yield
-        finally:
-            fired = dog.remove(token)
-    except RenderTimeout:
-        raise TemplateError(fired or f"{what} exceeded its budget") from None
+        yield
     finally:
-        _local.entry = None
-
-
-_local = threading.local()
-
-
-def alias_reasoning(messages: list[dict]) -> list[dict]:
-    """Give reasoning under every name templates read, as transformers does before rendering."""
-    out = []
-    for m in messages:
-        r = next((m[k] for k in REASONING_KEYS if m.get(k) is not None), None)
-        out.append({"thinking": r, **m, "reasoning_content": r} if r is not None else m)
-    return out
-
-
-class Renderer:
-    """A compiled chat template plus the special tokens it reads; compile once, render many."""
-
-    def __init__(self, source: str, special_tokens: dict[str, str] | None = None, *, where: str | None = None):
-        if not isinstance(source, str):
-            raise TemplateError(f"chat template must be a string, got {type(source).__name__}", where)
-        if not source.strip():
-            raise TemplateError("chat template is empty", where)
-        if len(source) > MAX_TEMPLATE:
-            raise TemplateError(f"chat template is {len(source)} characters (limit {MAX_TEMPLATE})", where)
-        tags = source.count("{{") + source.count("{%")
-        if tags > MAX_TAGS:
-            raise TemplateError(f"chat template has {tags} tags (limit {MAX_TAGS})", where)
-        self.source = source
-        self.where = where
-        self.special_tokens = {k: v for k, v in (special_tokens or {}).items() if isinstance(v, str)}
-        self.mutable = False
-        self.renders = 0
-        self._compiled = self._compile(mutable=False)
-
-    def _compile(self, mutable: bool):
-        try:
-            with budget(TIME_BUDGET, "template", doing="compile"):
-                return _compiled(self.source, mutable)
-        except TemplateError as e:
-            raise TemplateError(e.message, self.where) from None
-        except jinja2.TemplateSyntaxError as e:
-            raise TemplateError(f"Jinja syntax error at line {e.lineno}: {e.message}", self.where) from None
-        except RecursionError:
-            raise TemplateError("template nests too deeply to compile", self.where) from None
-        except Exception as e:  # noqa: BLE001 - the compiler is fed untrusted text
-            raise TemplateError(f"template does not compile: {type(e).__name__}: {e}", self.where) from None
-
-    def render(self, messages: list[dict], *, tools: list[dict] | None = None, add_generation_prompt: bool = False, **kwargs: Any) -> str:
-        """Render; raises ``TemplateError`` (with the template's own message) if the template refuses."""
-        context = {**self.special_tokens, **kwargs}
-        msgs = alias_reasoning(messages)
-        self.renders += 1
-        try:
-            if getattr(_local, "entry", None) is not None:  # the caller's budget governs
-                out = self._render(msgs, tools, add_generation_prompt, context)
-            else:
-                with budget(TIME_BUDGET, "template"):
-                    out = self._render(msgs, tools, add_generation_prompt, context)
-        except TemplateError as e:
-            raise TemplateError(e.message, self.where) from None
-        if len(out) > MAX_OUTPUT:
-            raise TemplateError(f"template rendered {len(out)} characters (limit {MAX_OUTPUT})", self.where)
-        return out
-
-    def _render(self, msgs, tools, add_generation_prompt, context) -> str:
-        try:
-            try:
-                out = self._render_once(msgs, tools, add_generation_prompt, context)
-            except jinja2.exceptions.SecurityError:
-                if self.mutable:
-                    raise
-                # Templates that mutate lists (list.append) need the mutable sandbox; still sandboxed.
-                self.mutable = True
-                self._compiled = self._compile(mutable=True)
-                out = self._render_once(msgs, tools, add_generation_prompt, context)
-        except TemplateError as e:
-            raise TemplateError(e.message, self.where) from None
-        except (RenderTimeout, KeyboardInterrupt):
-            raise
-        except jinja2.exceptions.TemplateError as e:
-            raise TemplateError(f"template raised: {e}", self.where) from None
-        except RecursionError:
-            raise TemplateError("template recursed too deeply", self.where) from None
-        except MemoryError:
-            raise TemplateError("template ran out of memory", self.where) from None
-        except Exception as e:  # noqa: BLE001 - untrusted code may raise anything
-            raise TemplateError(f"template failed: {type(e).__name__}: {e}", self.where) from None
-        finally:
-            _local.memo = None
-        return out
-
-    def _render_once(self, msgs, tools, add_generation_prompt, context) -> str:
-        if self.mutable:  # the caller's messages and tools (shared probe constants) stay as they were
-            msgs, tools = copy.deepcopy((msgs, tools))
-            _local.memo = {}
-        else:  # nothing can change them: what was weighed once stays true
-            _local.memo = dict(_CONSTANT_WEIGHTS)
-        return self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)
+        _local.memo = None

@@ -4,15 +4,15 @@ verified (a grammar for a format the parser misreads would guarantee the wrong t
 
 from __future__ import annotations
 
-from .grammar_format import NoGrammar, layout, select_tools
-from .grammar_lark import lark_grammar
+from .layout import NoGrammar, layout, select_tools
+from .lark import lark_grammar
 
 FORMATS = ("lark", "structural-tag")
 
 
 def check_verified(result, chat_template: str, special_tokens: dict | None) -> None:
     """NoGrammar unless the template's own tool-call renderings round-trip through its template."""
-    from .verify import verify
+    from ..verify import verify
 
     report = verify(chat_template, result.template, special_tokens, analysis=result.analysis)
     verdict = report.per_field().get("tool_calls")
@@ -43,7 +43,7 @@ def grammar(chat_template: str, tools: list, *, tool_choice: str = "auto", paral
     (llguidance Lark text) or ``structural-tag`` (an xgrammar ``structural_tag`` dict).
     ``reasoning_open``: whether the prompt left a reasoning block open (default: as the template's
     generation prompt does). Raises ``NoGrammar`` with the reason when the format cannot be constrained."""
-    from .api import infer_result
+    from ..pipeline import infer_result
 
     res = infer_result(chat_template, special_tokens)
     check_verified(res, chat_template, special_tokens)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from .grammar_format import NAME, Layout, NoGrammar, parameters
+from .layout import NAME, Layout, NoGrammar, parameters
 
 WS_CHARS = r"[ \t\r\n]"
 SPECIAL_MARKER = r"<\|[A-Za-z0-9_]{1,40}\|>"

@@ -7,7 +7,7 @@ call standing alone (no section around the calls, no array): other formats get t
 
 from __future__ import annotations
 
-from .grammar_format import NAME, Layout, NoGrammar, parameters
+from .layout import NAME, Layout, NoGrammar, parameters
 
 
 def _json_object_tag(lay: Layout, fn: dict) -> dict:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from itertools import chain, product
 
 from .diff import MARKER, common_suffix_at, prefix_len, unsplit_prefix
-from .errors import TemplateError
-from .render import REASONING_KEYS, Renderer, constant
+from ..errors import TemplateError
+from ..render import REASONING_KEYS, Renderer, constant
 
 USER = "QXUSERQX"
 USER2 = "QXUSERTWOQX"

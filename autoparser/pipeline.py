@@ -1,4 +1,4 @@
-"""The pipeline: source -> render -> analyze -> workarounds -> emit."""
+"""The pipeline: source -> render -> analyze -> workarounds -> emit -> verify, remembered per template."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ import copy
 import dataclasses
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 
-from . import workarounds as wa
+from .analysis import workarounds as wa
 from .analysis.content import analyze_content
 from .analysis.families import refine as refine_family
 from .analysis.model import Analysis
@@ -19,12 +18,10 @@ from .analysis.tools import analyze_tools
 from .analysis.turn import analyze_turn
 from .emit import emit
 from .errors import AnalysisError, AutoparserError, VerificationError
-from .probes import Prober, probe_text
-from .render import Renderer, budget
-from .verdict import describe, settle
-
-TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))
-
+from .analysis.probes import Prober, probe_text
+from .render import Renderer, budget, watchdog
+from .verify import roundtrip
+from .verify.verdict import describe, settle
 
 @dataclass(frozen=True)
 class Result:
@@ -46,7 +43,7 @@ def analyze(chat_template: str, special_tokens: dict | None = None, *, where: st
     renderer = Renderer(chat_template, special_tokens, where=where)
     log: list[str] = []
     try:
-        with budget(TIME_BUDGET, "template"):
+        with budget(watchdog.TIME_BUDGET, "template"):
             pr = Prober(renderer)
             reasoning = analyze_reasoning(pr, log)
             turn = analyze_turn(pr, reasoning, log)
@@ -120,3 +117,12 @@ def infer(chat_template: str, **special_tokens: str) -> dict:
     """A verified response_template for a chat template (special tokens such as ``bos_token`` as keywords);
     fields that do not round-trip are left out. Raises ``VerificationError`` when content does not."""
     return infer_result(chat_template, special_tokens).template
+
+
+def verify(chat_template: str, response_template: dict | None = None, special_tokens: dict | None = None, *, messages=None,
+           reasoning_field: str = "thinking") -> roundtrip.Report:
+    """Round-trip ``response_template`` (what ``infer`` emits when not given) on the template's own renderings,
+    with the template's analysis placing each generation."""
+    res = infer_result(chat_template, special_tokens, reasoning_field=reasoning_field)
+    return roundtrip.verify(chat_template, response_template if response_template is not None else res.template, special_tokens,
+                            analysis=res.analysis, messages=messages, reasoning_field=reasoning_field)

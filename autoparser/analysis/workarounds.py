@@ -20,8 +20,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .analysis.model import Analysis
-from .errors import WorkaroundError
+from .model import Analysis
+from ..errors import WorkaroundError
 
 _KEYS = {"name", "why", "match", "when", "set"}
 ENV_DIR = "AUTOPARSER_WORKAROUNDS_DIR"
@@ -110,7 +110,7 @@ def _validate(raw: object, where: str) -> Workaround:
 
 
 def _default(name: str):
-    from .analysis import model
+    from . import model
 
     return {"turn": model.Turn, "reasoning": model.Reasoning, "content": model.Content, "tools": model.Tools}[name]()
 
@@ -143,7 +143,7 @@ def _shipped_dir() -> Path:
             return p
     except (ModuleNotFoundError, TypeError):
         pass
-    return Path(__file__).resolve().parent.parent / "workarounds"
+    return Path(__file__).resolve().parents[2] / "workarounds"  # a source checkout
 
 
 def load_dir(directory: str | None = None) -> tuple[Workaround, ...]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import regex as re
 
-from .analysis.model import Analysis
-from .diff import MARKER
+from ..analysis.model import Analysis
+from ..analysis.diff import MARKER
 
 
 def _alts(words) -> str:

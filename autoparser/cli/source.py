@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .errors import AutoparserError
+from ..errors import AutoparserError
 
 
 def tokens(src, pairs: list[str] | None) -> dict:
@@ -20,7 +20,7 @@ def tokens(src, pairs: list[str] | None) -> dict:
 
 def source_from_args(args):
     """Resolve the source (file, model dir or Hub id) with the special tokens the user added."""
-    from .hub import resolve
+    from ..sources.hub import resolve
 
     src = resolve(args.source, revision=args.revision, name=args.template)
     return dataclasses.replace(src, special_tokens=tokens(src, args.token))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import regex as re
 
-from .analysis.model import Analysis, Tools
-from .diff import markers
+from ..analysis.model import Analysis, Tools
+from ..analysis.diff import markers
 
 def then_space(*alternatives: str) -> str:
     r"""A close pattern that also takes the whitespace after the region it ends: whitespace between a

@@ -16,8 +16,8 @@ import os
 import re
 from pathlib import Path
 
-from .errors import SourceError
-from .source import TemplateSource, load_dir, load_path
+from ..errors import SourceError
+from .local import TemplateSource, load_dir, load_path
 
 HUB_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json")
 _COMMIT = re.compile(r"[0-9a-f]{40}")

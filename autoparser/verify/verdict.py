@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .analysis.model import Analysis, Reasoning, Tools
-from .emit import emit
-from .errors import VerificationError
+from ..analysis.model import Analysis, Reasoning, Tools
+from ..emit import emit
+from ..errors import VerificationError
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
 SPILL = {"tool_calls": "tool-call text arrives as content", "reasoning": "reasoning text arrives as content"}
@@ -59,7 +59,7 @@ def _attempts(failing: set[str], present: frozenset[str]) -> list[set[str]]:
 def settle(chat_template: str, special_tokens: dict | None, a: Analysis, template: dict, reasoning_field: str) -> tuple[dict, list[str], dict]:
     """(template, its emit warnings or None to keep the caller's, verdict) for the first field set that
     verifies (the caller says ``describe(verdict)`` when it is degraded). Raises ``VerificationError`` (carrying the verdict) when none does."""
-    from .verify import template_fields, verify
+    from .roundtrip import template_fields, verify
 
     report = verify(chat_template, template, special_tokens, analysis=a, reasoning_field=reasoning_field)
     per = report.per_field()
@@ -93,7 +93,7 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
 
 def _unparsed(report) -> list[str]:
     """Fields the template renders (some case expects them) that the response_template does not parse."""
-    from .verify import FIELD_NAMES
+    from .roundtrip import FIELD_NAMES
 
     seen = {FIELD_NAMES[k] for c in report.cases for k in c.expected}
     return [f for f in FIELDS if f in seen and f not in report.fields]

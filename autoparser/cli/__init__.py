@@ -1,0 +1,1 @@
+"""The command line (``main``: infer, verify, batch; ``grammar``; ``source``: the SOURCE argument)."""
