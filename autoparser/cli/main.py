@@ -1,4 +1,4 @@
-"""``autoparser infer | verify | batch``: thin layers over the pipeline. Errors are one line on stderr."""
+"""``autoparser infer | verify | batch | grammar | parse``: thin layers over the pipeline. Errors are one line on stderr."""
 
 from __future__ import annotations
 
@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .grammar import add_arguments as add_grammar_arguments
 
     add_grammar_arguments(sub.add_parser("grammar", help="print a constrained-decoding grammar in the template's own tool-call format"))
+    from .parse import add_arguments as add_parse_arguments
+
+    add_parse_arguments(sub.add_parser("parse", help="parse a model's output with the inferred response_template; print the message as JSON"))
     return p
 
 

@@ -1,0 +1,98 @@
+"""``autoparser parse SOURCE [FILE|-] [--prompt FILE] [--tools FILE]``: parse one model output with the
+response_template inferred (and verified) for SOURCE and print the message as JSON, so a user can check
+what a real generation parses to without writing code. The prefix transformers needs (the prompt, which
+may open a reasoning block) is the user's own prompt when given, else the template's generation prompt
+for a one-message conversation: a prompt that left ``<think>`` open changes what the output means."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import AutoparserError
+
+PLACEHOLDER_USER = "Hello"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("source", help=".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id")
+    p.add_argument("output", nargs="?", default="-", help="file holding the model's output text ('-' or absent: stdin)")
+    p.add_argument("--prompt", help="file holding the rendered prompt the model continued (default: the template's "
+                   "generation prompt for one user message)")
+    p.add_argument("--tools", help="JSON file: the OpenAI-style tools of the request (types the arguments; also "
+                   "rendered into the default prompt)")
+    p.add_argument("--thinking", choices=["on", "off"], help="render the default prompt with enable_thinking on or off")
+    p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
+    p.add_argument("--revision", help="Hub revision")
+    p.add_argument("--token", action="append", metavar="NAME=VALUE", help="a special token the template reads, e.g. eos_token='</s>'")
+    p.set_defaults(func=run)
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8")
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise AutoparserError(f"cannot read {what}: {getattr(e, 'strerror', None) or e}", "stdin" if path == "-" else path) from None
+
+
+def load_tools(path: str) -> list:
+    """A tools file: a JSON list of tools, or an object with a ``tools`` list (a request body)."""
+    try:
+        tools = json.loads(_read_text(path, "tools"))
+    except json.JSONDecodeError as e:
+        raise AutoparserError(f"cannot read tools: not JSON ({e})", path) from None
+    if isinstance(tools, dict) and "tools" in tools:
+        tools = tools["tools"]
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise AutoparserError("cannot read tools: want a JSON list of tool objects", path)
+    return tools
+
+
+def generation_prompt(chat_template: str, special_tokens: dict | None = None, *, tools: list | None = None,
+                      enable_thinking: bool | None = None, where: str | None = None) -> str:
+    """The template's prompt for one user message with the generation prompt added: the prefix a model's
+    output continues when the user did not give the real prompt (sandboxed render)."""
+    from ..render import Renderer
+
+    kwargs = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
+    renderer = Renderer(chat_template, special_tokens, where=where)
+    return renderer.render([{"role": "user", "content": PLACEHOLDER_USER}], tools=tools or None, add_generation_prompt=True, **kwargs)
+
+
+def parse_output(response_template: dict, text: str, prefix: str, tools: list | None = None) -> dict:
+    """transformers' own parser on ``text``; a raise inside it becomes one line naming the cause."""
+    from transformers.utils.chat_parsing import parse_response
+
+    try:
+        return parse_response(text, response_template, prefix=prefix, tools=tools or None)
+    except Exception as e:  # noqa: BLE001 - the executor is third-party: any failure is reported, not a traceback
+        raise AutoparserError(f"transformers' parser raised on this output: {type(e).__name__}: {e}") from None
+
+
+def run(args) -> int:
+    from ..pipeline import infer_result
+    from .source import source_from_args
+
+    tools = load_tools(args.tools) if args.tools else None
+    text = _read_text(args.output, "output")
+    prompt = _read_text(args.prompt, "prompt") if args.prompt else None
+    src = source_from_args(args)
+    try:
+        res = infer_result(src.template, src.special_tokens, where=src.where)
+        if prompt is None:
+            thinking = None if args.thinking is None else args.thinking == "on"
+            prompt = generation_prompt(src.template, src.special_tokens, tools=tools, enable_thinking=thinking, where=src.where)
+        msg = parse_output(res.template, text, prompt, tools)
+    except AutoparserError as e:
+        if e.where is None:
+            e.where = src.where
+        raise
+    for why in (res.verdict or {}).get("limits", []):
+        print(f"verify: {why}", file=sys.stderr)
+    for field in (res.verdict or {}).get("dropped", []):
+        print(f"verify: field {field!r} left out of the inferred template (it did not round-trip)", file=sys.stderr)
+    sys.stdout.write(json.dumps(msg, indent=2, ensure_ascii=False) + "\n")
+    return 0
