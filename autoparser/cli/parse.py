@@ -52,12 +52,12 @@ def load_tools(path: str) -> list:
 
 
 def generation_prompt(chat_template: str, special_tokens: dict | None = None, *, tools: list | None = None,
-                      enable_thinking: bool | None = None, where: str | None = None) -> str:
-    """The template's prompt for one user message with the generation prompt added: the prefix a model's
-    output continues when the user did not give the real prompt (sandboxed render)."""
+                      where: str | None = None, **kwargs) -> str:
+    """The template's prompt for one user message with the generation prompt added (``kwargs`` are the
+    template's own switches, e.g. ``enable_thinking``): the prefix a model's output continues when the
+    user did not give the real prompt (sandboxed render)."""
     from ..render import Renderer
 
-    kwargs = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
     renderer = Renderer(chat_template, special_tokens, where=where)
     return renderer.render([{"role": "user", "content": PLACEHOLDER_USER}], tools=tools or None, add_generation_prompt=True, **kwargs)
 
@@ -83,8 +83,8 @@ def run(args) -> int:
     try:
         res = infer_result(src.template, src.special_tokens, where=src.where)
         if prompt is None:
-            thinking = None if args.thinking is None else args.thinking == "on"
-            prompt = generation_prompt(src.template, src.special_tokens, tools=tools, enable_thinking=thinking, where=src.where)
+            switches = {} if args.thinking is None else {"enable_thinking": args.thinking == "on"}
+            prompt = generation_prompt(src.template, src.special_tokens, tools=tools, where=src.where, **switches)
         msg = parse_output(res.template, text, prompt, tools)
     except AutoparserError as e:
         if e.where is None:

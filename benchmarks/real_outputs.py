@@ -1,0 +1,99 @@
+"""Score the real-output development set (tests/data/real_outputs) with the templates ``infer`` emits today.
+
+    python benchmarks/real_outputs.py            # the table: cases, passed, per deviation, per family, per cause
+    python benchmarks/real_outputs.py -v         # also every failing case with its reason
+    python benchmarks/real_outputs.py -f qwen    # only families whose name contains this
+    python benchmarks/real_outputs.py --update   # rewrite tests/real_outputs_known_failing.json from this run
+    python benchmarks/real_outputs.py --json out.json   # per-case results
+
+Shares loading, inference cache, parsing and comparison with tests/test_real_outputs.py. Statuses:
+``pass``; ``fail`` (the message differs); ``raise`` (transformers' parser raised); ``stream`` (one-shot
+right, streamed in chunks differs); ``infer`` (no template). Rerun with ``--update`` after the emitter
+changes (the test fails both on a new failure and on a listed case that passes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("_real_outputs", HERE.parent / "tests" / "test_real_outputs.py")
+H = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(H)
+
+STATUSES = ("pass", "fail", "raise", "stream", "infer")
+
+
+def _table(title: str, rows: dict[str, Counter]) -> None:
+    print(f"\n{title:<28} {'cases':>5} {'pass':>5} {'%':>5}  " + " ".join(f"{s:>6}" for s in STATUSES[1:]))
+    for key in sorted(rows, key=lambda k: (-sum(rows[k].values()), k)):
+        c = rows[key]
+        n = sum(c.values())
+        print(f"{key:<28} {n:>5} {c['pass']:>5} {100 * c['pass'] / n:>5.0f}  " + " ".join(f"{c[s]:>6}" for s in STATUSES[1:]))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("-f", "--family", help="only families whose name contains this")
+    ap.add_argument("--update", action="store_true", help="rewrite tests/real_outputs_known_failing.json")
+    ap.add_argument("--json", help="write per-case results here ('-' = stdout)")
+    args = ap.parse_args(argv)
+
+    cases = H.load_cases()
+    if args.family:
+        cases = [c for c in cases if args.family.lower() in H.family(c).lower()]
+    if not cases:
+        print("no cases (is ../shared/corpus present?)", file=sys.stderr)
+        return 1
+    results = [H.run_case(c) for c in cases]
+    by_dev, by_fam, by_src = defaultdict(Counter), defaultdict(Counter), defaultdict(Counter)
+    well_formed, deviant = Counter(), Counter()
+    for c, r in zip(cases, results):
+        by_dev[r["deviation"]][r["status"]] += 1
+        by_fam[r["family"]][r["status"]] += 1
+        by_src[c["_file"].split(":")[0]][r["status"]] += 1
+        (well_formed if r["deviation"] == "none" else deviant)[r["status"]] += 1
+    total = Counter(r["status"] for r in results)
+    _table("total", {"all": total, "well-formed (none)": well_formed, "deviant": deviant})
+    _table("per deviation", by_dev)
+    _table("per family", by_fam)
+    _table("per source file", by_src)
+    causes = Counter(r["why"].split(":")[0] + (": " + r["why"].split(": ", 1)[1].split(",")[0] if r["status"] == "fail" else "")
+                     for r in results if r["status"] != "pass")
+    print("\nfailure causes (first differing field / error kind):")
+    for why, n in causes.most_common():
+        print(f"  {n:>4}  {why}")
+    known = H.load_known()
+    failing = {r["id"]: r["why"] for r in results if r["status"] != "pass"}
+    if not args.family:
+        new = sorted(set(failing) - set(known))
+        fixed = sorted(set(known) - set(failing))
+        print(f"\nknown-failing list: {len(known)} listed; {len(new)} failing but not listed; {len(fixed)} listed but passing")
+    if args.verbose:
+        for c, r in zip(cases, results):
+            if r["status"] != "pass":
+                print(f"\n{r['id']} [{r['deviation']}] {r['why']}\n  output:   {c['output']!r}\n"
+                      f"  expected: {json.dumps(r['expected'], ensure_ascii=False)}\n  got:      {json.dumps(r['got'], ensure_ascii=False)}")
+    if args.json:
+        text = json.dumps(results, indent=1, ensure_ascii=False)
+        (sys.stdout.write(text + "\n") if args.json == "-" else Path(args.json).write_text(text + "\n", encoding="utf-8"))
+    if args.update:
+        if args.family:
+            print("--update needs the whole set (no -f)", file=sys.stderr)
+            return 2
+        data = {"_comment": "cases of tests/data/real_outputs that fail with today's emitter, with the reason; "
+                            "regenerate with: python benchmarks/real_outputs.py --update"}
+        data.update(dict(sorted(failing.items())))
+        H.KNOWN_FILE.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {H.KNOWN_FILE} ({len(failing)} cases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
