@@ -34,6 +34,8 @@ def _table(title: str, rows: dict[str, Counter]) -> None:
     for key in sorted(rows, key=lambda k: (-sum(rows[k].values()), k)):
         c = rows[key]
         n = sum(c.values())
+        if not n:
+            continue
         print(f"{key:<28} {n:>5} {c['pass']:>5} {100 * c['pass'] / n:>5.0f}  " + " ".join(f"{c[s]:>6}" for s in STATUSES[1:]))
 
 
