@@ -251,7 +251,7 @@ def run_case(case: dict) -> dict:
         return {**out, "status": "stream", "why": f"streamed: ResponseParser raises {type(e).__name__}: {str(e)[:160]}"}
     d = diff(expected, streamed)
     if d:
-        return {**out, "status": "stream", "why": "streamed differs: " + ", ".join(d)}
+        return {**out, "got": streamed, "status": "stream", "why": "streamed differs: " + ", ".join(d)}
     return {**out, "status": "pass", "why": ""}
 
 
