@@ -58,8 +58,17 @@ def generation_prompt(chat_template: str, special_tokens: dict | None = None, *,
     user did not give the real prompt (sandboxed render)."""
     from ..render import Renderer
 
+    from ..errors import TemplateError
+
     renderer = Renderer(chat_template, special_tokens, where=where)
-    return renderer.render([{"role": "user", "content": PLACEHOLDER_USER}], tools=tools or None, add_generation_prompt=True, **kwargs)
+    messages = [{"role": "user", "content": PLACEHOLDER_USER}]
+    try:
+        return renderer.render(messages, tools=tools or None, add_generation_prompt=True, **kwargs)
+    except TemplateError:
+        if tools:
+            raise
+        # tool-use templates iterate ``tools`` unguarded: without tools they render with an empty list
+        return renderer.render(messages, tools=[], add_generation_prompt=True, **kwargs)
 
 
 def parse_output(response_template: dict, text: str, prefix: str, tools: list | None = None) -> dict:
