@@ -66,13 +66,12 @@ def main(argv=None) -> int:
     _table("per deviation", by_dev)
     _table("per family", by_fam)
     _table("per source file", by_src)
-    causes = Counter(r["why"].split(":")[0] + (": " + r["why"].split(": ", 1)[1].split(",")[0] if r["status"] == "fail" else "")
-                     for r in results if r["status"] != "pass")
-    print("\nfailure causes (first differing field / error kind):")
+    causes = Counter(H.cause(r) if r["status"] != "raise" else r["why"].split(":")[0] for r in results if r["status"] != "pass")
+    print("\nfailure causes:")
     for why, n in causes.most_common():
         print(f"  {n:>4}  {why}")
     known = H.load_known()
-    failing = {r["id"]: r["why"] for r in results if r["status"] != "pass"}
+    failing = {r["id"]: f"[{r['deviation']}] {H.cause(r)}" for r in results if r["status"] != "pass"}
     if not args.family:
         new = sorted(set(failing) - set(known))
         fixed = sorted(set(known) - set(failing))
@@ -80,7 +79,7 @@ def main(argv=None) -> int:
     if args.verbose:
         for c, r in zip(cases, results):
             if r["status"] != "pass":
-                print(f"\n{r['id']} [{r['deviation']}] {r['why']}\n  output:   {c['output']!r}\n"
+                print(f"\n{r['id']} [{r['deviation']}] {H.cause(r)}\n  output:   {c['output']!r}\n"
                       f"  expected: {json.dumps(r['expected'], ensure_ascii=False)}\n  got:      {json.dumps(r['got'], ensure_ascii=False)}")
     if args.json:
         text = json.dumps(results, indent=1, ensure_ascii=False)

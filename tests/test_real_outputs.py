@@ -255,6 +255,51 @@ def run_case(case: dict) -> dict:
     return {**out, "status": "pass", "why": ""}
 
 
+def cause(r: dict) -> str:
+    """A failure in words (the known-failing list's reason and the benchmark's cause column)."""
+    if r["status"] in ("raise", "infer"):
+        return r["why"].splitlines()[0][:140]
+    e, g = r["expected"], r["got"] or {"content": "", "reasoning": "", "tool_calls": []}
+    squash = lambda t: t.replace(" ", "")  # noqa: E731
+    out = []
+    ne, ng = len(e["tool_calls"]), len(g["tool_calls"])
+    if ng < ne:
+        out.append("call not recognised" + (", its text left in content" if len(g["content"]) > len(e["content"]) else "")
+                   if ng == 0 else f"{ne - ng} of {ne} calls not recognised")
+    elif ng > ne:
+        out.append("text taken for a call" if ne == 0 else "extra call")
+    else:
+        for a, b in zip(e["tool_calls"], g["tool_calls"]):
+            if a.get("name") != b.get("name"):
+                out.append("call name differs")
+            elif a.get("arguments") != b.get("arguments"):
+                stringified = isinstance(b.get("arguments"), dict) and {k: json.dumps(v) if not isinstance(v, str) else v
+                                                                       for k, v in a["arguments"].items()} == b["arguments"]
+                out.append("argument values left as strings" if stringified else "arguments differ")
+            elif "id" in a and a["id"] != b.get("id"):
+                out.append("call id differs")
+    er, gr = squash(e["reasoning"]), squash(g["reasoning"])
+    if er != gr:
+        if er and not gr:
+            out.append("reasoning not recognised")
+        elif not er:
+            out.append("text taken for reasoning")
+        elif gr.endswith(er):
+            out.append("a repeated opener kept in reasoning")
+        elif er in gr:
+            out.append("more text in reasoning")
+        else:
+            out.append("reasoning differs")
+    ec, gc = squash(e["content"]), squash(g["content"])
+    if ec != gc and not (out and out[0].startswith("call not recognised") and ec in gc):
+        if len(gc) < len(ec):
+            out.append("content text lost" if gc in ec or not gc else "content differs")
+        else:
+            out.append("extra text in content" if ec in gc else "content differs")
+    text = "; ".join(dict.fromkeys(out)) or r["why"]
+    return ("streamed: " if r["status"] == "stream" else "") + text
+
+
 # --------------------------------------------------------------------------------------------- tests
 
 _CASES = load_cases()
