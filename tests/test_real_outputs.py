@@ -8,7 +8,7 @@ SGLang's parser tests are NOT among them: they are kept for an independent evalu
 Each case names a chat template of the family it was written for (``../shared/corpus/templates`` or
 ``wild/templates``). The template is inferred once (verified, as ``infer`` hands it out), the prefix is its
 generation prompt for one user message (rendered with the template switches in ``prompt.kwargs``, e.g.
-``enable_thinking``, plus ``prompt.append`` when the source's prompt left a block open that this template
+``enable_thinking``, and ``prompt.user`` as the user message, plus ``prompt.append`` when the source's prompt left a block open that this template
 does not; ``prompt.text`` replaces it all), and the output is parsed with transformers' own ``parse_response`` one-shot and with ``ResponseParser``
 fed in small chunks. Content and reasoning compare without whitespace (hand-written parsers trim
 differently around markers and join the text around calls differently), arguments as JSON values, ids
@@ -132,11 +132,12 @@ def _infer(path: str, tokens: tuple) -> tuple[dict | None, str | None]:
 
 
 @lru_cache(maxsize=None)
-def _prefix(path: str, tokens: tuple, tools_json: str, kwargs_json: str) -> str:
-    from autoparser.cli.parse import generation_prompt
+def _prefix(path: str, tokens: tuple, tools_json: str, kwargs_json: str, user: str | None) -> str:
+    from autoparser.cli.parse import PLACEHOLDER_USER, generation_prompt
 
     tools = json.loads(tools_json) or None
-    return generation_prompt(Path(path).read_text(encoding="utf-8"), dict(tokens), tools=tools, **json.loads(kwargs_json))
+    return generation_prompt(Path(path).read_text(encoding="utf-8"), dict(tokens), tools=tools, user_message=user or PLACEHOLDER_USER,
+                             **json.loads(kwargs_json))
 
 
 def prefix_for(case: dict) -> str:
@@ -146,7 +147,7 @@ def prefix_for(case: dict) -> str:
     tokens = tuple(sorted(tokens_for(case).items()))
     tools_json = json.dumps(case.get("tools") or [], sort_keys=True)
     kwargs_json = json.dumps(prompt.get("kwargs") or {}, sort_keys=True)
-    return _prefix(str(template_file(case)), tokens, tools_json, kwargs_json) + prompt.get("append", "")
+    return _prefix(str(template_file(case)), tokens, tools_json, kwargs_json, prompt.get("user")) + prompt.get("append", "")
 
 
 # ------------------------------------------------------------------------------------------ compare

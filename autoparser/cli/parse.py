@@ -52,7 +52,7 @@ def load_tools(path: str) -> list:
 
 
 def generation_prompt(chat_template: str, special_tokens: dict | None = None, *, tools: list | None = None,
-                      where: str | None = None, **kwargs) -> str:
+                      where: str | None = None, user_message: str = PLACEHOLDER_USER, **kwargs) -> str:
     """The template's prompt for one user message with the generation prompt added (``kwargs`` are the
     template's own switches, e.g. ``enable_thinking``): the prefix a model's output continues when the
     user did not give the real prompt (sandboxed render)."""
@@ -61,7 +61,7 @@ def generation_prompt(chat_template: str, special_tokens: dict | None = None, *,
     from ..errors import TemplateError
 
     renderer = Renderer(chat_template, special_tokens, where=where)
-    messages = [{"role": "user", "content": PLACEHOLDER_USER}]
+    messages = [{"role": "user", "content": user_message}]
     try:
         return renderer.render(messages, tools=tools or None, add_generation_prompt=True, **kwargs)
     except TemplateError:
