@@ -282,7 +282,7 @@ def cause(r: dict) -> str:
     er, gr = squash(e["reasoning"]), squash(g["reasoning"])
     if er != gr:
         if er and not gr:
-            out.append("reasoning not recognised")
+            out.append("reasoning not recognised" + (", left in content" if er in squash(g["content"]) else ""))
         elif not er:
             out.append("text taken for reasoning")
         elif gr.endswith(er):
@@ -293,7 +293,9 @@ def cause(r: dict) -> str:
             out.append("reasoning differs")
     ec, gc = squash(e["content"]), squash(g["content"])
     if ec != gc and not (out and out[0].startswith("call not recognised") and ec in gc):
-        if len(gc) < len(ec):
+        if ec and ec in gr:
+            out.append("content taken into reasoning")
+        elif len(gc) < len(ec):
             out.append("content text lost" if gc in ec or not gc else "content differs")
         else:
             out.append("extra text in content" if ec in gc else "content differs")
