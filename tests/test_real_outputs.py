@@ -292,7 +292,8 @@ def cause(r: dict) -> str:
         else:
             out.append("reasoning differs")
     ec, gc = squash(e["content"]), squash(g["content"])
-    if ec != gc and not (out and out[0].startswith("call not recognised") and ec in gc):
+    explained = any(o.startswith("call not recognised") or o.endswith("left in content") for o in out) and ec in gc
+    if ec != gc and not explained:
         if ec and ec in gr:
             out.append("content taken into reasoning")
         elif len(gc) < len(ec):
