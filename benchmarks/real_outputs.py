@@ -30,13 +30,13 @@ STATUSES = ("pass", "fail", "raise", "stream", "infer")
 
 
 def _table(title: str, rows: dict[str, Counter]) -> None:
-    print(f"\n{title:<28} {'cases':>5} {'pass':>5} {'%':>5}  " + " ".join(f"{s:>6}" for s in STATUSES[1:]))
+    print(f"\n{title:<32} {'cases':>5} {'pass':>5} {'%':>5}  " + " ".join(f"{s:>6}" for s in STATUSES[1:]))
     for key in sorted(rows, key=lambda k: (-sum(rows[k].values()), k)):
         c = rows[key]
         n = sum(c.values())
         if not n:
             continue
-        print(f"{key:<28} {n:>5} {c['pass']:>5} {100 * c['pass'] / n:>5.0f}  " + " ".join(f"{c[s]:>6}" for s in STATUSES[1:]))
+        print(f"{key:<32} {n:>5} {c['pass']:>5} {100 * c['pass'] / n:>5.0f}  " + " ".join(f"{c[s]:>6}" for s in STATUSES[1:]))
 
 
 def main(argv=None) -> int:
