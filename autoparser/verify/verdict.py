@@ -19,6 +19,7 @@ import dataclasses
 from ..analysis.model import Analysis, Reasoning, Tools
 from ..emit import emit
 from ..errors import VerificationError
+from . import realistic
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
 SPILL = {"tool_calls": "tool-call text arrives as content", "reasoning": "reasoning text arrives as content"}
@@ -72,6 +73,7 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
             fields.update(dict.fromkeys(unparsed, "fail"))
             verdict.update(status="degraded", dropped=unparsed,
                            first_failure=f"the template renders {', '.join(unparsed)} that the analysis could not read")
+        _realistic(verdict, report, template, a, reasoning_field)
         return template, None, verdict
     last = report
     if report.first_failure() is not None:
@@ -84,11 +86,21 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
             if last.passed:
                 dropped = [f for f in FIELDS if f in drop]
                 verdict.update(status="degraded", dropped=dropped, counts=last.counts(), limits=last.limits())
+                _realistic(verdict, last, reduced, a, reasoning_field)
                 return reduced, warnings, verdict
     failing = sorted({f for f, v in last.per_field().items() if v == "fail"}) or ["content"]
     why = report.reason() if report.first_failure() is None else f"{'/'.join(failing)} does not round-trip: {last.first_line()}"
     verdict.update(status="refused", reason=why, counts=report.counts())
     raise VerificationError(f"no verified response_template: {why}", verdict=verdict)
+
+
+def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_field: str) -> None:
+    """What real outputs vary in, checked on the template handed out; reported, never a reason to drop a
+    field (the round trip already showed each field right on the template's own text)."""
+    from .roundtrip import VERIFY_TOOLS
+
+    got = realistic.check(report, template, a, reasoning_field, VERIFY_TOOLS)
+    verdict["realistic"], verdict["realistic_failures"] = got["variants"], got["failures"]
 
 
 def _unparsed(report) -> list[str]:
