@@ -50,6 +50,24 @@ def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
 
 TOOLS = constant([tool_schema(FN_A), tool_schema(FN_B)])
 
+# Tool lists passed to every render, keyed in the render cache by name instead of by ``repr`` (~20 us
+# each time for verify's schemas). Only ``constant`` lists are named: nobody mutates them in place.
+_NAMED: dict[int, tuple[object, str]] = {}
+
+
+def name_tools(tools: list, name: str) -> list:
+    """Register a constant tool list under ``name`` for the render cache's keys; returns it."""
+    _NAMED[id(tools)] = (tools, name)
+    return tools
+
+
+def _tools_key(tools) -> str:
+    hit = _NAMED.get(id(tools))
+    return hit[1] if hit is not None and hit[0] is tools else repr(tools)
+
+
+name_tools(TOOLS, "probe")
+
 
 def call(name: str = FN_A, args: dict | None = None, id: str = ID_A) -> dict:
     return {"id": id, "type": "function", "function": {"name": name, "arguments": {ARG_A: VAL_A} if args is None else args}}
@@ -152,12 +170,17 @@ class Style:
 
 
 class Prober:
-    def __init__(self, renderer: Renderer):
+    def __init__(self, renderer: Renderer, renders: dict | None = None):
+        """``renders``: another prober's raw render cache for the same template and special tokens (verify
+        starts from the analysis' renderings: its own start-up probes are the analysis' first ones). Only
+        that cache is shared: it is keyed by the messages as rendered, so the style this prober picks, its
+        own choices, are made afresh."""
         self.r = renderer
         self.style = Style()
         self._cache: dict = {}
         self._generations: dict = {}
-        self._renders: dict = {}  # (messages as rendered, tools, switches the template reads) -> text or error
+        self._renders: dict = {} if renders is None else renders  # (messages as rendered, tools, switches the template reads) -> text or error
+        self.memo: dict = {}  # later stages' results derived from this prober's renderings, dropped with it
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
@@ -177,7 +200,7 @@ class Prober:
         the same input. A switch (``enable_thinking``, ``add_generation_prompt``) whose name the source
         never spells cannot change the rendering (Jinja reads variables by literal name only), so it
         is left out of the key."""
-        key = (repr(msgs), "probe" if tools is TOOLS else repr(tools), tuple(sorted((k, v) for k, v in kw.items() if self._read(k))))
+        key = (repr(msgs), _tools_key(tools), tuple(sorted((k, v) for k, v in kw.items() if self._read(k))))
         hit = self._renders.get(key)
         if hit is None:
             try:
@@ -316,7 +339,7 @@ class Prober:
     # -- generations ---------------------------------------------------------------------------------
     def generation(self, message: dict, mode: dict | None = None, history: list[dict] | None = None, tools=TOOLS) -> Generation | None:
         """Remembered: the analyzers ask for the same few messages in each mode many times over."""
-        key = (repr(message), repr(mode), repr(history), "probe" if tools is TOOLS else repr(tools))
+        key = (repr(message), repr(mode), repr(history), _tools_key(tools))
         if key not in self._generations:
             self._generations[key] = self._generation(message, mode, history, tools)
         return self._generations[key]

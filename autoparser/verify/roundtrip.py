@@ -8,19 +8,22 @@ since templates trim, drop and truncate fields, and no less, since that would hi
 
 from __future__ import annotations
 
+import copy
+import json
 from dataclasses import dataclass, field
 
 from transformers.utils.chat_parsing import ResponseParser, parse_response
+from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
-from ..analysis.probes import Prober, assistant, drop_trailer, align_history
+from ..analysis.probes import Prober, assistant, drop_trailer, align_history, name_tools
 from ..errors import TemplateError
 from ..render import REASONING_KEYS, Renderer, budget, constant, watchdog
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
 
-VERIFY_TOOLS = constant([
+VERIFY_TOOLS = name_tools(constant([
     {
         "type": "function",
         "function": {
@@ -54,7 +57,7 @@ VERIFY_TOOLS = constant([
             },
         },
     },
-])
+]), "verify")
 
 
 def _call(name, args, id):
@@ -387,17 +390,31 @@ def _first_line(c: Case) -> str:
 
 
 _PROBERS: dict = {}
+_SHARED: dict = {}  # the analysis' raw render cache for the template it analysed last (``share``)
+
+
+def _key(chat_template: str, special_tokens: dict | None) -> tuple:
+    return chat_template, tuple(sorted((k, v) for k, v in (special_tokens or {}).items() if isinstance(v, str)))
+
+
+def share(chat_template: str, special_tokens: dict | None, renders: dict) -> None:
+    """Start the next verification of this template from the analysis' renderings (``Prober(renders=)``):
+    the prober's own start-up probes (thinking modes, message styles) are renderings the analysis made."""
+    _SHARED.clear()
+    _SHARED[_key(chat_template, special_tokens)] = renders
 
 
 def _prober(chat_template: str, special_tokens: dict | None, seconds: float) -> Prober:
     """A prober per template, kept for the next call (the fuzz suite verifies one message at a time: the
-    prompts and reference turns are then rendered once, not per message). Its render cache is dropped
-    when it grows large."""
-    key = (chat_template, tuple(sorted((k, v) for k, v in (special_tokens or {}).items() if isinstance(v, str))))
+    prompts and reference turns are then rendered once, not per message; the degrade loop and a second
+    ``verify`` of the same template reuse its cases and parses, ``Prober.memo``). Its render cache is
+    dropped when it grows large."""
+    key = _key(chat_template, special_tokens)
     pr = _PROBERS.get(key)
     if pr is None or len(pr._cache) > 2000:
+        renders = _SHARED.pop(key, None) if pr is None else None
         with budget(seconds, "template"):
-            pr = Prober(Renderer(chat_template, special_tokens))
+            pr = Prober(Renderer(chat_template, special_tokens), renders)
         _PROBERS.clear()
         _PROBERS[key] = pr
     return pr
@@ -409,27 +426,39 @@ def verify(chat_template: str, response_template: dict, special_tokens: dict | N
 
     The renderings of each probe message run under the analysis' time budget (``watchdog.TIME_BUDGET``);
     parsing runs outside it."""
-    cases: list[Case] = []
     fields = template_fields(response_template, reasoning_field)
     pr = _prober(chat_template, special_tokens, watchdog.TIME_BUDGET)
-    for name, m in messages or probe_messages():
-        with budget(watchdog.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
-            for hist in (False, True):
-                msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
-                found = False
-                for mode in pr.modes:
-                    case = _case(pr, analysis, name, msgs, m, mode, hist)
-                    if case is not None:
-                        cases.append(case)
-                        found = True
-                if not found:
-                    cases.append(Case(name, "-", hist, "skip", error=_unrendered(pr, msgs + [m])))
+    cases = _cases(pr, analysis, messages)
+    parsing = _Parsing(pr, response_template)
     for case in cases:
         if case.status == "pass":
-            _check(case, response_template, reasoning_field, fields)
+            _check(case, response_template, reasoning_field, fields, parsing)
         if case.status == "fail" and analysis.tools.unreadable:
-            _limit(pr, analysis, case, response_template, reasoning_field, fields)
+            _limit(pr, analysis, case, response_template, reasoning_field, fields, parsing)
     return Report(cases, fields)
+
+
+def _cases(pr: Prober, analysis: Analysis, messages) -> list[Case]:
+    """The cases before any parsing, as fresh copies: they depend on the template and its analysis, not on
+    the response_template, so the degrade loop's re-verifications (and a second ``verify``) reuse them."""
+    key = ("cases", repr(messages), repr(analysis))
+    made = pr.memo.get(key)
+    if made is None:
+        made = []
+        for name, m in messages or probe_messages():
+            with budget(watchdog.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
+                for hist in (False, True):
+                    msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
+                    found = False
+                    for mode in pr.modes:
+                        case = _case(pr, analysis, name, msgs, m, mode, hist)
+                        if case is not None:
+                            made.append(case)
+                            found = True
+                    if not found:
+                        made.append(Case(name, "-", hist, "skip", error=_unrendered(pr, msgs + [m])))
+        pr.memo[key] = made
+    return [copy.copy(c) for c in made]
 
 
 def _unrendered(pr: Prober, msgs: list[dict]) -> str:
@@ -477,7 +506,7 @@ def _kinds(value) -> set[str]:
     return set()
 
 
-def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
+def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS, parsing=None) -> None:
     """A failing case is a limit, not a bug, when its calls carry argument values of a kind the analysis
     found unreadable (Python literals) and the same message without those arguments round-trips."""
     msgs, m, mode = case.source
@@ -495,7 +524,7 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
         retry = _case(pr, a, case.name, msgs, {**m, "tool_calls": calls}, mode, case.history)
     if retry is None:
         return
-    _check(retry, response_template, reasoning_field, fields)
+    _check(retry, response_template, reasoning_field, fields, parsing)
     if retry.status == "pass":
         why = "; ".join(reasons[k] for k in reasons if any(k in ks for ks in dropped.values()))
         case.status = "limit"
@@ -505,11 +534,56 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
 FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "tool_calls"}
 
 
-def _check(case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
+class _Parsing:
+    """The response_template compiled once for all of a verification's parses (transformers' loader
+    validates and compiles every pattern on each ``parse_response`` and ``ResponseParser``), and the
+    parses remembered on the prober by (template, prompt, generated text): a repeated verification of
+    the same template (``pipeline.verify`` after ``infer``) parses nothing again."""
+
+    def __init__(self, pr: Prober | None, response_template: dict):
+        try:
+            self.spec = load_response_template(response_template)
+        except Exception:  # noqa: BLE001 - each parse then raises it, as a verification failure
+            self.spec = response_template
+        self.memo = pr.memo.setdefault("parses", {}) if pr is not None else {}
+        if len(self.memo) > 4096:
+            self.memo.clear()
+        try:
+            self.key = json.dumps(response_template, sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError):
+            self.key, self.memo = None, {}
+
+    def one_shot(self, prompt: str, text: str) -> dict:
+        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prompt, tools=VERIFY_TOOLS))
+
+    def streamed(self, prompt: str, text: str) -> dict:
+        return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prompt, VERIFY_TOOLS))
+
+    def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
+        """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
+        keeps the object it was given: cases are read, never edited, once parsed)."""
+        key = (how, self.key, prompt, text)
+        hit = self.memo.get(key)
+        if hit is None:
+            try:
+                out = parse()
+            except Exception as e:  # noqa: BLE001 - remembered and raised again, as the parser raised it
+                out = e
+            if self.key is not None:
+                self.memo[key] = out
+        else:
+            out = hit if isinstance(hit, Exception) else copy.deepcopy(hit)
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+
+def _check(case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS, parsing: _Parsing | None = None) -> None:
     """Parse the generated text one-shot and streamed; mark the case and each field pass or fail."""
     try:
-        case.parsed = parse_response(case.generated, response_template, prefix=case.prompt, tools=VERIFY_TOOLS)
-        case.streamed = stream_parse(response_template, case.generated, case.prompt, VERIFY_TOOLS)
+        parsing = parsing or _Parsing(None, response_template)
+        case.parsed = parsing.one_shot(case.prompt, case.generated)
+        case.streamed = parsing.streamed(case.prompt, case.generated)
     except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
         case.status, case.error = "fail", f"{type(e).__name__}: {e}"
         case.fields = {f: "fail" for f in {FIELD_NAMES[k] if FIELD_NAMES[k] in fields else "content" for k in case.expected} & fields}
