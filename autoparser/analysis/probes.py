@@ -7,6 +7,7 @@ prober tries a small set of adaptations and remembers the first that renders.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -88,6 +89,11 @@ def drop_trailer(prompt: str, without: str | None, full: str) -> tuple[str, str 
     follows the prompt as much as the reply, so it is neither prefill nor generation. Whitespace stays."""
     if not without or prompt == without:
         return prompt, without, full
+    # The common tails before moving them to marker-safe cuts (which only shortens them): when that is
+    # blank, so is the trailer, and the marker scans of three whole renderings are not needed.
+    raw = min(prefix_len(prompt[::-1], full[::-1]), prefix_len(without[::-1], full[::-1]))
+    if not full[len(full) - raw :].strip():
+        return prompt, without, full
     n = min(common_suffix_at(prompt, len(prompt), full, len(full)), common_suffix_at(without, len(without), full, len(full)))
     trailer = full[len(full) - n :].lstrip()
     if not trailer or NEEDLE.search(trailer) or len(trailer) >= min(len(prompt), len(without)) or not prompt.endswith(trailer) or not without.endswith(trailer):
@@ -167,6 +173,12 @@ class Style:
     system: bool = False
     thinking_chunks: bool = False  # reasoning only as a typed content chunk (Ministral's [THINK])
     text_chunks: bool = False  # content only as a list of typed parts (``content[0].type``: multimodal templates)
+
+
+@functools.lru_cache(maxsize=2)
+def _styles(chunks: bool) -> tuple[Style, ...]:
+    """The styles tried in order when the remembered one is refused (built once, not at every render)."""
+    return tuple(Style(n, s, y, chunks, t) for t, y, n, s in product((False, True), (False, True), (True, False), (False, True)))
 
 
 class Prober:
@@ -305,7 +317,7 @@ class Prober:
             return hit
         current = self.style
         first_error = None
-        for style in chain((current,), (s for s in self._styles() if s != current)):
+        for style in chain((current,), (s for s in _styles(current.thinking_chunks) if s != current)):
             try:
                 out = self._render(self._adapt(msgs, style), tools=tools, add_generation_prompt=gen, **(mode or {}))
             except TemplateError as e:
@@ -318,8 +330,7 @@ class Prober:
         raise first_error
 
     def _styles(self) -> list[Style]:
-        c = self.style.thinking_chunks
-        return [Style(n, s, y, c, t) for t, y, n, s in product((False, True), (False, True), (True, False), (False, True))]
+        return list(_styles(self.style.thinking_chunks))
 
     def try_render(self, msgs, gen=False, mode=None, tools=TOOLS) -> str | None:
         try:
