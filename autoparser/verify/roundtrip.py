@@ -369,7 +369,11 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
             exp["content"] = content.strip()
             # A template may render content where it renders reasoning (gpt-oss: the analysis channel
             # of a tool-call turn). Then no parser can tell them apart; the text reads as reasoning.
-            if not _reasoning(m).strip() and _changes(pr, a, msgs, mode, text, {**m, "content": None, "reasoning_content": content}) is False:
+            # Without rendering it when the template spells no reasoning key (``Prober.reads_reasoning``):
+            # the content then renders nowhere as reasoning, and ``_carried`` says the text cannot be had
+            # without it.
+            unread = not pr.reads_reasoning and _carried(pr, a, msgs, {**m, "content": None}, content.strip(), text)
+            if not _reasoning(m).strip() and not unread and _changes(pr, a, msgs, mode, text, {**m, "content": None, "reasoning_content": content}) is False:
                 exp["thinking"] = exp.pop("content")
     reasoning = _reasoning(m)
     if reasoning.strip():
