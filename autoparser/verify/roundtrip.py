@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
+from itertools import chain
 
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 from transformers.utils.chat_parsing.response_templates import load_response_template
@@ -186,10 +187,42 @@ def chunks(text: str, sizes=(1, 3, 2, 4)):
         k += 1
 
 
+SPAN = 8  # the longest piece fed between delimiters
+
+
+def cuts(spec, text: str) -> list[int]:
+    """Where verify's streamed parse cuts the generated text: around every delimiter the text holds (a
+    complete match of any field's open or close, and every marker-like token, which covers false starts
+    such as ``<b>``) at its start, after its first character, in its middle, before its last character,
+    at its end and the two characters after, plus the first two characters (a delimiter the prompt
+    began), and every ``SPAN`` characters between them.
+
+    These are the parser's hold-back paths: a partial delimiter at the end of what it was fed (the
+    shortest, a middle and the longest one), a complete one that could still grow (trailing whitespace,
+    a name) and the lookahead after it, text flushed right before a delimiter. The fixed cycle of 1-4
+    character pieces this replaces cut a delimiter at two to four pseudo-random places, and the text
+    between delimiters, where the parser flushes all it was fed whatever the cuts, every 2.5 characters.
+    Per-character streaming (tests/test_emit.py does it on the emitter's cases) gave the same verdicts
+    on corpus + wild (benchmarks/verdicts_equal.py)."""
+    n = len(text)
+    at = {1, 2}
+    patterns = [r for f in spec.fields.values() for r in (f.open_re, f.close_re) if r is not None]
+    for m in chain.from_iterable(r.finditer(text) for r in [*patterns, MARKER]):
+        s, e = m.span()
+        at.update((s, s + 1, (s + e) // 2, e - 1, e, e + 1, e + 2))
+    out = [0]
+    for i in range(1, n + 1):
+        if i in at or i - out[-1] >= SPAN or i == n:
+            out.append(i)
+    return out
+
+
 def stream_parse(template: dict, text: str, prefix: str, tools) -> dict:
-    p = ResponseParser(template, prefix=prefix, tools=tools)
-    for piece in chunks(text):
-        p.feed(piece)
+    spec = load_response_template(template)
+    p = ResponseParser(spec, prefix=prefix, tools=tools)
+    at = cuts(spec, text)
+    for i, j in zip(at, at[1:]):
+        p.feed(text[i:j])
     msg, _ = p.finalize()
     return msg
 
