@@ -356,7 +356,8 @@ def _changes(pr: Prober, a: Analysis, msgs: list[dict], mode: dict, text: str, v
 
 
 def _strings(value, out: list[str]) -> list[str]:
-    """Every key and leaf of ``value`` as text, raw (as a template prints it) and as ``tojson`` writes it."""
+    """Every key and leaf of ``value`` as text, as a template prints it (``tojson`` escapes; a value it
+    changes cannot come out of it unchanged)."""
     if isinstance(value, dict):
         for k, v in value.items():
             _strings(k, out)
@@ -386,6 +387,26 @@ def _carried(pr: Prober, a: Analysis, msgs: list[dict], variant: dict, value: st
     return not any(v in inputs for v in (value, value[:8], value[-8:]))
 
 
+_TOOL_NAMES = frozenset(t["function"]["name"] for t in VERIFY_TOOLS)
+
+
+def _named(pr: Prober, a: Analysis, msgs: list[dict], m: dict, text: str) -> bool:
+    """Whether renaming the message's calls certainly changes the generation, known without rendering it
+    (``_carried`` for call names): a called name is in the text and nothing else the rendering reads holds
+    it but the tool list, which is not what the text shows: a tool the message does not call is not named
+    in it. A wrong answer here could only add calls to what the text must parse back to, so it would
+    fail verification, never pass a wrong template."""
+    names = {c["function"]["name"] for c in m["tool_calls"]}
+    shown = [n for n in names if len(n) >= 6 and n in text]
+    if not shown:
+        return False
+    unnamed = {**m, "tool_calls": [{**c, "function": {**c["function"], "name": ""}} for c in m["tool_calls"]]}
+    r = a.reasoning
+    inputs = "\0".join([pr.r.source, *_strings(msgs, []), *_strings(unnamed, []), *pr.r.special_tokens.values(), r.start, r.end])
+    listed_not_shown = any(n not in text for n in _TOOL_NAMES - names)
+    return any(n not in inputs and (n not in _TOOL_TEXT or listed_not_shown) for n in shown)
+
+
 def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, text: str) -> dict:
     """The fields of M that the generated text carries, found by changing each field's value (content,
     reasoning, call names) and re-rendering: a substring test is fooled by short values and by templates
@@ -402,12 +423,13 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
             exp["content"] = content.strip()
             # A template may render content where it renders reasoning (gpt-oss: the analysis channel
             # of a tool-call turn). Then no parser can tell them apart; the text reads as reasoning.
-            # Without rendering it when the template spells no reasoning key (``Prober.reads_reasoning``):
-            # the content then renders nowhere as reasoning, and ``_carried`` says the text cannot be had
-            # without it.
-            unread = not pr.reads_reasoning and _carried(pr, a, msgs, {**m, "content": None}, content.strip(), text)
-            if not _reasoning(m).strip() and not unread and _changes(pr, a, msgs, mode, text, {**m, "content": None, "reasoning_content": content}) is False:
-                exp["thinking"] = exp.pop("content")
+            # Known without rendering when the template spells no reasoning key (``Prober.reads_reasoning``):
+            # the content given as reasoning then renders nowhere, and ``_carried`` says the text cannot be
+            # had without it.
+            if not _reasoning(m).strip():
+                unread = not pr.reads_reasoning and _carried(pr, a, msgs, {**m, "content": None}, content.strip(), text)
+                if not unread and _changes(pr, a, msgs, mode, text, {**m, "content": None, "reasoning_content": content}) is False:
+                    exp["thinking"] = exp.pop("content")
     reasoning = _reasoning(m)
     if reasoning.strip():
         alt = ALT if reasoning.strip() != ALT else ALT + "2"
@@ -418,7 +440,7 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
     calls = m.get("tool_calls") or []
     if calls:
         renamed = [{**c, "function": {**c["function"], "name": ALT.lower()}} for c in calls]
-        hit = _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
+        hit = True if _named(pr, a, msgs, m, text) else _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
         if hit or (hit is None and any(c["function"]["name"] in text for c in calls)):
             n = next((k for k in range(1, len(calls)) if _changes(pr, a, msgs, mode, text, {**m, "tool_calls": calls[:k]}) is False), len(calls))
             exp["tool_calls"] = [
