@@ -40,6 +40,11 @@ def template_hash(chat_template: str, special_tokens: dict | None = None) -> str
 
 
 def analyze(chat_template: str, special_tokens: dict | None = None, *, where: str | None = None, workarounds_dir: str | None = None) -> Analysis:
+    return _analyze(chat_template, special_tokens, where, workarounds_dir)[0]
+
+
+def _analyze(chat_template: str, special_tokens: dict | None, where: str | None, workarounds_dir: str | None) -> tuple[Analysis, Prober]:
+    """The analysis and the prober that made it (its renderings seed verify's, ``roundtrip.share``)."""
     renderer = Renderer(chat_template, special_tokens, where=where)
     log: list[str] = []
     try:
@@ -56,7 +61,7 @@ def analyze(chat_template: str, special_tokens: dict | None = None, *, where: st
         raise
     log.append(f"{renderer.renders} renders{' (mutable sandbox)' if renderer.mutable else ''}")
     analysis = Analysis(turn, reasoning, content, tools, (), tuple(log))
-    return wa.apply(analysis, chat_template, wa.load_dir(workarounds_dir))
+    return wa.apply(analysis, chat_template, wa.load_dir(workarounds_dir)), pr
 
 
 MEMO_SIZE = 256
@@ -89,7 +94,9 @@ def infer_result(chat_template: str, special_tokens: dict | None = None, *, wher
 
 
 def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_dir, verify) -> Result:
-    a = analyze(chat_template, special_tokens, where=where, workarounds_dir=workarounds_dir)
+    a, pr = _analyze(chat_template, special_tokens, where, workarounds_dir)
+    if verify:
+        roundtrip.share(chat_template, special_tokens, pr._renders)
     try:
         template, warnings = emit(a, reasoning_field)
     except ValueError as e:

@@ -50,12 +50,32 @@ def _cuts(text: str) -> tuple[list[int], list[int], frozenset[int]]:
     return [s for s, _ in spans], [e for _, e in spans], frozenset(s for s, _ in spans)
 
 
+def _sync_point(text: str, pos: int) -> int:
+    """The last position ``q <= pos`` no marker straddles: a ``<`` after whitespace (a marker holds no
+    whitespace, except between a tag's attributes, where no ``<`` can come), or 0. The markers from there
+    on are those a scan of the whole text finds (no pattern looks behind), and no marker starting before
+    it reaches past it."""
+    q = text.rfind("<", 0, pos + 1)
+    while q > 0 and not text[q - 1].isspace():
+        q = text.rfind("<", 0, q)
+    return max(q, 0)
+
+
+@functools.lru_cache(maxsize=512)
+def _cuts_from(text: str, q: int) -> tuple[list[int], list[int], frozenset[int]]:
+    """``_cuts`` for positions from the sync point ``q`` on (``_sync_point``)."""
+    spans = [m.span() for m in MARKER.finditer(text, q)]
+    return [s for s, _ in spans], [e for _, e in spans], frozenset(s for s, _ in spans)
+
+
 def _valid_cut(text: str, pos: int) -> bool:
     """A cut may not split a marker, split a word, or separate a marker from a word glued to its right
-    (``<|channel|>analysis`` moves as one piece)."""
+    (``<|channel|>analysis`` moves as one piece). Near the end of a long text (the tails verify compares
+    on every rendering) only the markers after a sync point are scanned."""
     if pos <= 0 or pos >= len(text):
         return True
-    starts, ends, at_start = _cuts(text)
+    q = _sync_point(text, pos) if len(text) > 1024 and pos > len(text) // 2 else 0
+    starts, ends, at_start = _cuts(text) if q < len(text) // 2 else _cuts_from(text, q)
     k = bisect.bisect_left(starts, pos) - 1  # the last marker starting before pos (markers do not overlap)
     if k >= 0 and ends[k] > pos:
         return False

@@ -7,6 +7,7 @@ prober tries a small set of adaptations and remembers the first that renders.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -50,6 +51,24 @@ def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
 
 TOOLS = constant([tool_schema(FN_A), tool_schema(FN_B)])
 
+# Tool lists passed to every render, keyed in the render cache by name instead of by ``repr`` (~20 us
+# each time for verify's schemas). Only ``constant`` lists are named: nobody mutates them in place.
+_NAMED: dict[int, tuple[object, str]] = {}
+
+
+def name_tools(tools: list, name: str) -> list:
+    """Register a constant tool list under ``name`` for the render cache's keys; returns it."""
+    _NAMED[id(tools)] = (tools, name)
+    return tools
+
+
+def _tools_key(tools) -> str:
+    hit = _NAMED.get(id(tools))
+    return hit[1] if hit is not None and hit[0] is tools else repr(tools)
+
+
+name_tools(TOOLS, "probe")
+
 
 def call(name: str = FN_A, args: dict | None = None, id: str = ID_A) -> dict:
     return {"id": id, "type": "function", "function": {"name": name, "arguments": {ARG_A: VAL_A} if args is None else args}}
@@ -69,6 +88,11 @@ def drop_trailer(prompt: str, without: str | None, full: str) -> tuple[str, str 
     template writes after every conversation (a stray ``",`` after the last tag, a closing note): it
     follows the prompt as much as the reply, so it is neither prefill nor generation. Whitespace stays."""
     if not without or prompt == without:
+        return prompt, without, full
+    # The common tails before moving them to marker-safe cuts (which only shortens them): when that is
+    # blank, so is the trailer, and the marker scans of three whole renderings are not needed.
+    raw = min(prefix_len(prompt[::-1], full[::-1]), prefix_len(without[::-1], full[::-1]))
+    if not full[len(full) - raw :].strip():
         return prompt, without, full
     n = min(common_suffix_at(prompt, len(prompt), full, len(full)), common_suffix_at(without, len(without), full, len(full)))
     trailer = full[len(full) - n :].lstrip()
@@ -151,13 +175,24 @@ class Style:
     text_chunks: bool = False  # content only as a list of typed parts (``content[0].type``: multimodal templates)
 
 
+@functools.lru_cache(maxsize=2)
+def _styles(chunks: bool) -> tuple[Style, ...]:
+    """The styles tried in order when the remembered one is refused (built once, not at every render)."""
+    return tuple(Style(n, s, y, chunks, t) for t, y, n, s in product((False, True), (False, True), (True, False), (False, True)))
+
+
 class Prober:
-    def __init__(self, renderer: Renderer):
+    def __init__(self, renderer: Renderer, renders: dict | None = None):
+        """``renders``: another prober's raw render cache for the same template and special tokens (verify
+        starts from the analysis' renderings: its own start-up probes are the analysis' first ones). Only
+        that cache is shared: it is keyed by the messages as rendered, so the style this prober picks, its
+        own choices, are made afresh."""
         self.r = renderer
         self.style = Style()
         self._cache: dict = {}
         self._generations: dict = {}
-        self._renders: dict = {}  # (messages as rendered, tools, switches the template reads) -> text or error
+        self._renders: dict = {} if renders is None else renders  # (messages as rendered, tools, switches the template reads) -> text or error
+        self.memo: dict = {}  # later stages' results derived from this prober's renderings, dropped with it
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
@@ -177,7 +212,7 @@ class Prober:
         the same input. A switch (``enable_thinking``, ``add_generation_prompt``) whose name the source
         never spells cannot change the rendering (Jinja reads variables by literal name only), so it
         is left out of the key."""
-        key = (repr(msgs), "probe" if tools is TOOLS else repr(tools), tuple(sorted((k, v) for k, v in kw.items() if self._read(k))))
+        key = (repr(msgs), _tools_key(tools), tuple(sorted((k, v) for k, v in kw.items() if self._read(k))))
         hit = self._renders.get(key)
         if hit is None:
             try:
@@ -282,7 +317,7 @@ class Prober:
             return hit
         current = self.style
         first_error = None
-        for style in chain((current,), (s for s in self._styles() if s != current)):
+        for style in chain((current,), (s for s in _styles(current.thinking_chunks) if s != current)):
             try:
                 out = self._render(self._adapt(msgs, style), tools=tools, add_generation_prompt=gen, **(mode or {}))
             except TemplateError as e:
@@ -295,8 +330,7 @@ class Prober:
         raise first_error
 
     def _styles(self) -> list[Style]:
-        c = self.style.thinking_chunks
-        return [Style(n, s, y, c, t) for t, y, n, s in product((False, True), (False, True), (True, False), (False, True))]
+        return list(_styles(self.style.thinking_chunks))
 
     def try_render(self, msgs, gen=False, mode=None, tools=TOOLS) -> str | None:
         try:
@@ -316,7 +350,7 @@ class Prober:
     # -- generations ---------------------------------------------------------------------------------
     def generation(self, message: dict, mode: dict | None = None, history: list[dict] | None = None, tools=TOOLS) -> Generation | None:
         """Remembered: the analyzers ask for the same few messages in each mode many times over."""
-        key = (repr(message), repr(mode), repr(history), "probe" if tools is TOOLS else repr(tools))
+        key = (repr(message), repr(mode), repr(history), _tools_key(tools))
         if key not in self._generations:
             self._generations[key] = self._generation(message, mode, history, tools)
         return self._generations[key]

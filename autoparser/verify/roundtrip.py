@@ -8,19 +8,23 @@ since templates trim, drop and truncate fields, and no less, since that would hi
 
 from __future__ import annotations
 
+import copy
+import json
 from dataclasses import dataclass, field
+from itertools import chain
 
 from transformers.utils.chat_parsing import ResponseParser, parse_response
+from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
-from ..analysis.probes import Prober, assistant, drop_trailer, align_history
+from ..analysis.probes import Prober, assistant, drop_trailer, align_history, name_tools
 from ..errors import TemplateError
 from ..render import REASONING_KEYS, Renderer, budget, constant, watchdog
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
 
-VERIFY_TOOLS = constant([
+VERIFY_TOOLS = name_tools(constant([
     {
         "type": "function",
         "function": {
@@ -54,7 +58,7 @@ VERIFY_TOOLS = constant([
             },
         },
     },
-])
+]), "verify")
 
 
 def _call(name, args, id):
@@ -183,10 +187,42 @@ def chunks(text: str, sizes=(1, 3, 2, 4)):
         k += 1
 
 
+SPAN = 8  # the longest piece fed between delimiters
+
+
+def cuts(spec, text: str) -> list[int]:
+    """Where verify's streamed parse cuts the generated text: around every delimiter the text holds (a
+    complete match of any field's open or close, and every marker-like token, which covers false starts
+    such as ``<b>``) at its start, after its first character, in its middle, before its last character,
+    at its end and the two characters after, plus the first two characters (a delimiter the prompt
+    began), and every ``SPAN`` characters between them.
+
+    These are the parser's hold-back paths: a partial delimiter at the end of what it was fed (the
+    shortest, a middle and the longest one), a complete one that could still grow (trailing whitespace,
+    a name) and the lookahead after it, text flushed right before a delimiter. The fixed cycle of 1-4
+    character pieces this replaces cut a delimiter at two to four pseudo-random places, and the text
+    between delimiters, where the parser flushes all it was fed whatever the cuts, every 2.5 characters.
+    Per-character streaming (tests/test_emit.py does it on the emitter's cases) gave the same verdicts
+    on corpus + wild (benchmarks/verdicts_equal.py)."""
+    n = len(text)
+    at = {1, 2}
+    patterns = [r for f in spec.fields.values() for r in (f.open_re, f.close_re) if r is not None]
+    for m in chain.from_iterable(r.finditer(text) for r in [*patterns, MARKER]):
+        s, e = m.span()
+        at.update((s, s + 1, (s + e) // 2, e - 1, e, e + 1, e + 2))
+    out = [0]
+    for i in range(1, n + 1):
+        if i in at or i - out[-1] >= SPAN or i == n:
+            out.append(i)
+    return out
+
+
 def stream_parse(template: dict, text: str, prefix: str, tools) -> dict:
-    p = ResponseParser(template, prefix=prefix, tools=tools)
-    for piece in chunks(text):
-        p.feed(piece)
+    spec = load_response_template(template)
+    p = ResponseParser(spec, prefix=prefix, tools=tools)
+    at = cuts(spec, text)
+    for i, j in zip(at, at[1:]):
+        p.feed(text[i:j])
     msg, _ = p.finalize()
     return msg
 
@@ -319,6 +355,58 @@ def _changes(pr: Prober, a: Analysis, msgs: list[dict], mode: dict, text: str, v
     return None if g is None else g[1] != text
 
 
+def _strings(value, out: list[str]) -> list[str]:
+    """Every key and leaf of ``value`` as text, as a template prints it (``tojson`` escapes; a value it
+    changes cannot come out of it unchanged)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _strings(k, out)
+            _strings(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _strings(v, out)
+    elif value is not None:
+        out.append(str(value))
+    return out
+
+
+_TOOL_TEXT = "\0".join(_strings(VERIFY_TOOLS, [json.dumps(VERIFY_TOOLS, ensure_ascii=False)]))
+
+
+def _carried(pr: Prober, a: Analysis, msgs: list[dict], variant: dict, value: str, text: str) -> bool:
+    """Whether the generation certainly changes when ``value`` is replaced (``variant``), known without
+    rendering it: ``value`` is in the text, and nothing the variant's rendering reads (the template's
+    source, the tools, the other messages, the variant's own fields, the special tokens) or
+    ``_generation`` adds (the reasoning markers) holds it, its first or its last words, so no generation
+    from the variant holds it and none equals the text. If the variant did not render at all, ``value in
+    text`` decides the same. Only long values qualify: a short one occurs by chance."""
+    if len(value) < 16 or value not in text:
+        return False
+    r = a.reasoning
+    inputs = "\0".join([pr.r.source, _TOOL_TEXT, *_strings(msgs, []), *_strings(variant, []), *pr.r.special_tokens.values(), r.start, r.end])
+    return not any(v in inputs for v in (value, value[:8], value[-8:]))
+
+
+_TOOL_NAMES = frozenset(t["function"]["name"] for t in VERIFY_TOOLS)
+
+
+def _named(pr: Prober, a: Analysis, msgs: list[dict], m: dict, text: str) -> bool:
+    """Whether renaming the message's calls certainly changes the generation, known without rendering it
+    (``_carried`` for call names): a called name is in the text and nothing else the rendering reads holds
+    it but the tool list, which is not what the text shows: a tool the message does not call is not named
+    in it. A wrong answer here could only add calls to what the text must parse back to, so it would
+    fail verification, never pass a wrong template."""
+    names = {c["function"]["name"] for c in m["tool_calls"]}
+    shown = [n for n in names if len(n) >= 6 and n in text]
+    if not shown:
+        return False
+    unnamed = {**m, "tool_calls": [{**c, "function": {**c["function"], "name": ""}} for c in m["tool_calls"]]}
+    r = a.reasoning
+    inputs = "\0".join([pr.r.source, *_strings(msgs, []), *_strings(unnamed, []), *pr.r.special_tokens.values(), r.start, r.end])
+    listed_not_shown = any(n not in text for n in _TOOL_NAMES - names)
+    return any(n not in inputs and (n not in _TOOL_TEXT or listed_not_shown) for n in shown)
+
+
 def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, text: str) -> dict:
     """The fields of M that the generated text carries, found by changing each field's value (content,
     reasoning, call names) and re-rendering: a substring test is fooled by short values and by templates
@@ -329,24 +417,30 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
     content = m.get("content") if isinstance(m.get("content"), str) else ""
     if content.strip():
         alt = ALT if content.strip() != ALT else ALT + "2"
-        hit = _changes(pr, a, msgs, mode, text, {**m, "content": alt})
+        variant = {**m, "content": alt}
+        hit = True if _carried(pr, a, msgs, variant, content.strip(), text) else _changes(pr, a, msgs, mode, text, variant)
         if hit or (hit is None and content.strip() in text):
             exp["content"] = content.strip()
             # A template may render content where it renders reasoning (gpt-oss: the analysis channel
             # of a tool-call turn). Then no parser can tell them apart; the text reads as reasoning.
-            if not _reasoning(m).strip() and _changes(pr, a, msgs, mode, text, {**m, "content": None, "reasoning_content": content}) is False:
-                exp["thinking"] = exp.pop("content")
+            # Known without rendering when the template spells no reasoning key (``Prober.reads_reasoning``):
+            # the content given as reasoning then renders nowhere, and ``_carried`` says the text cannot be
+            # had without it.
+            if not _reasoning(m).strip():
+                unread = not pr.reads_reasoning and _carried(pr, a, msgs, {**m, "content": None}, content.strip(), text)
+                if not unread and _changes(pr, a, msgs, mode, text, {**m, "content": None, "reasoning_content": content}) is False:
+                    exp["thinking"] = exp.pop("content")
     reasoning = _reasoning(m)
     if reasoning.strip():
         alt = ALT if reasoning.strip() != ALT else ALT + "2"
         variant = {**{k: v for k, v in m.items() if k not in REASONING_KEYS}, "reasoning_content": alt}
-        hit = _changes(pr, a, msgs, mode, text, variant)
+        hit = True if _carried(pr, a, msgs, variant, reasoning.strip(), text) else _changes(pr, a, msgs, mode, text, variant)
         if hit or (hit is None and reasoning.strip() in text):
             exp["thinking"] = reasoning.strip()
     calls = m.get("tool_calls") or []
     if calls:
         renamed = [{**c, "function": {**c["function"], "name": ALT.lower()}} for c in calls]
-        hit = _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
+        hit = True if _named(pr, a, msgs, m, text) else _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
         if hit or (hit is None and any(c["function"]["name"] in text for c in calls)):
             n = next((k for k in range(1, len(calls)) if _changes(pr, a, msgs, mode, text, {**m, "tool_calls": calls[:k]}) is False), len(calls))
             exp["tool_calls"] = [
@@ -387,17 +481,31 @@ def _first_line(c: Case) -> str:
 
 
 _PROBERS: dict = {}
+_SHARED: dict = {}  # the analysis' raw render cache for the template it analysed last (``share``)
+
+
+def _key(chat_template: str, special_tokens: dict | None) -> tuple:
+    return chat_template, tuple(sorted((k, v) for k, v in (special_tokens or {}).items() if isinstance(v, str)))
+
+
+def share(chat_template: str, special_tokens: dict | None, renders: dict) -> None:
+    """Start the next verification of this template from the analysis' renderings (``Prober(renders=)``):
+    the prober's own start-up probes (thinking modes, message styles) are renderings the analysis made."""
+    _SHARED.clear()
+    _SHARED[_key(chat_template, special_tokens)] = renders
 
 
 def _prober(chat_template: str, special_tokens: dict | None, seconds: float) -> Prober:
     """A prober per template, kept for the next call (the fuzz suite verifies one message at a time: the
-    prompts and reference turns are then rendered once, not per message). Its render cache is dropped
-    when it grows large."""
-    key = (chat_template, tuple(sorted((k, v) for k, v in (special_tokens or {}).items() if isinstance(v, str))))
+    prompts and reference turns are then rendered once, not per message; the degrade loop and a second
+    ``verify`` of the same template reuse its cases and parses, ``Prober.memo``). Its render cache is
+    dropped when it grows large."""
+    key = _key(chat_template, special_tokens)
     pr = _PROBERS.get(key)
     if pr is None or len(pr._cache) > 2000:
+        renders = _SHARED.pop(key, None) if pr is None else None
         with budget(seconds, "template"):
-            pr = Prober(Renderer(chat_template, special_tokens))
+            pr = Prober(Renderer(chat_template, special_tokens), renders)
         _PROBERS.clear()
         _PROBERS[key] = pr
     return pr
@@ -409,27 +517,39 @@ def verify(chat_template: str, response_template: dict, special_tokens: dict | N
 
     The renderings of each probe message run under the analysis' time budget (``watchdog.TIME_BUDGET``);
     parsing runs outside it."""
-    cases: list[Case] = []
     fields = template_fields(response_template, reasoning_field)
     pr = _prober(chat_template, special_tokens, watchdog.TIME_BUDGET)
-    for name, m in messages or probe_messages():
-        with budget(watchdog.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
-            for hist in (False, True):
-                msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
-                found = False
-                for mode in pr.modes:
-                    case = _case(pr, analysis, name, msgs, m, mode, hist)
-                    if case is not None:
-                        cases.append(case)
-                        found = True
-                if not found:
-                    cases.append(Case(name, "-", hist, "skip", error=_unrendered(pr, msgs + [m])))
+    cases = _cases(pr, analysis, messages)
+    parsing = _Parsing(pr, response_template)
     for case in cases:
         if case.status == "pass":
-            _check(case, response_template, reasoning_field, fields)
+            _check(case, response_template, reasoning_field, fields, parsing)
         if case.status == "fail" and analysis.tools.unreadable:
-            _limit(pr, analysis, case, response_template, reasoning_field, fields)
+            _limit(pr, analysis, case, response_template, reasoning_field, fields, parsing)
     return Report(cases, fields)
+
+
+def _cases(pr: Prober, analysis: Analysis, messages) -> list[Case]:
+    """The cases before any parsing, as fresh copies: they depend on the template and its analysis, not on
+    the response_template, so the degrade loop's re-verifications (and a second ``verify``) reuse them."""
+    key = ("cases", repr(messages), repr(analysis))
+    made = pr.memo.get(key)
+    if made is None:
+        made = []
+        for name, m in messages or probe_messages():
+            with budget(watchdog.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
+                for hist in (False, True):
+                    msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
+                    found = False
+                    for mode in pr.modes:
+                        case = _case(pr, analysis, name, msgs, m, mode, hist)
+                        if case is not None:
+                            made.append(case)
+                            found = True
+                    if not found:
+                        made.append(Case(name, "-", hist, "skip", error=_unrendered(pr, msgs + [m])))
+        pr.memo[key] = made
+    return [copy.copy(c) for c in made]
 
 
 def _unrendered(pr: Prober, msgs: list[dict]) -> str:
@@ -477,7 +597,7 @@ def _kinds(value) -> set[str]:
     return set()
 
 
-def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
+def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS, parsing=None) -> None:
     """A failing case is a limit, not a bug, when its calls carry argument values of a kind the analysis
     found unreadable (Python literals) and the same message without those arguments round-trips."""
     msgs, m, mode = case.source
@@ -495,7 +615,7 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
         retry = _case(pr, a, case.name, msgs, {**m, "tool_calls": calls}, mode, case.history)
     if retry is None:
         return
-    _check(retry, response_template, reasoning_field, fields)
+    _check(retry, response_template, reasoning_field, fields, parsing)
     if retry.status == "pass":
         why = "; ".join(reasons[k] for k in reasons if any(k in ks for ks in dropped.values()))
         case.status = "limit"
@@ -505,11 +625,56 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
 FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "tool_calls"}
 
 
-def _check(case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS) -> None:
+class _Parsing:
+    """The response_template compiled once for all of a verification's parses (transformers' loader
+    validates and compiles every pattern on each ``parse_response`` and ``ResponseParser``), and the
+    parses remembered on the prober by (template, prompt, generated text): a repeated verification of
+    the same template (``pipeline.verify`` after ``infer``) parses nothing again."""
+
+    def __init__(self, pr: Prober | None, response_template: dict):
+        try:
+            self.spec = load_response_template(response_template)
+        except Exception:  # noqa: BLE001 - each parse then raises it, as a verification failure
+            self.spec = response_template
+        self.memo = pr.memo.setdefault("parses", {}) if pr is not None else {}
+        if len(self.memo) > 4096:
+            self.memo.clear()
+        try:
+            self.key = json.dumps(response_template, sort_keys=True, ensure_ascii=False)
+        except (TypeError, ValueError):
+            self.key, self.memo = None, {}
+
+    def one_shot(self, prompt: str, text: str) -> dict:
+        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prompt, tools=VERIFY_TOOLS))
+
+    def streamed(self, prompt: str, text: str) -> dict:
+        return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prompt, VERIFY_TOOLS))
+
+    def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
+        """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
+        keeps the object it was given: cases are read, never edited, once parsed)."""
+        key = (how, self.key, prompt, text)
+        hit = self.memo.get(key)
+        if hit is None:
+            try:
+                out = parse()
+            except Exception as e:  # noqa: BLE001 - remembered and raised again, as the parser raised it
+                out = e
+            if self.key is not None:
+                self.memo[key] = out
+        else:
+            out = hit if isinstance(hit, Exception) else copy.deepcopy(hit)
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+
+def _check(case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS, parsing: _Parsing | None = None) -> None:
     """Parse the generated text one-shot and streamed; mark the case and each field pass or fail."""
     try:
-        case.parsed = parse_response(case.generated, response_template, prefix=case.prompt, tools=VERIFY_TOOLS)
-        case.streamed = stream_parse(response_template, case.generated, case.prompt, VERIFY_TOOLS)
+        parsing = parsing or _Parsing(None, response_template)
+        case.parsed = parsing.one_shot(case.prompt, case.generated)
+        case.streamed = parsing.streamed(case.prompt, case.generated)
     except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
         case.status, case.error = "fail", f"{type(e).__name__}: {e}"
         case.fields = {f: "fail" for f in {FIELD_NAMES[k] if FIELD_NAMES[k] in fields else "content" for k in case.expected} & fields}
