@@ -34,6 +34,42 @@ def probe_text(text: str) -> list[str]:
     return _PROBE_TEXT.findall(text)
 
 THINKING_MODES = ({}, {"enable_thinking": True}, {"enable_thinking": False})
+# Other names a template may read its reasoning switch under (``thinking``, ``enable_reasoning``,
+# ``reasoning_effort``, ``thinking_mode``…): any variable it reads, never sets, whose name says so.
+_SWITCH_NAME = re.compile(r"think|reason", re.I)
+MAX_SWITCH_MODES = 8
+
+
+def reasoning_switches(source: str) -> list[dict]:
+    """Modes for the reasoning switches a template reads other than ``enable_thinking``: each variable
+    read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
+    thinking or reasoning, set to True, False and every string the template compares it with
+    (``reasoning_effort == 'high'``). Parsing runs no template code."""
+    import jinja2
+    import jinja2.meta
+    from jinja2 import nodes
+
+    from ..render.sandbox import _GenerationTag
+
+    try:
+        env = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"])
+        ast = env.parse(source)
+        names = sorted(n for n in jinja2.meta.find_undeclared_variables(ast)
+                       if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
+    except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
+        return []
+    modes: list[dict] = []
+    for name in names:
+        consts = []
+        for cmp in ast.find_all(nodes.Compare):
+            operands = [cmp.expr] + [o.expr for o in cmp.ops]
+            if any(isinstance(o, nodes.Name) and o.name == name for o in operands):
+                consts += [o.value for o in operands if isinstance(o, nodes.Const)]
+        if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
+            continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
+        modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
+    return modes[:MAX_SWITCH_MODES]
+
 
 
 def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
@@ -310,6 +346,14 @@ class Prober:
         for mode in THINKING_MODES:
             p = self.try_render([{"role": "user", "content": USER}], gen=True, mode=mode)
             if p is not None and p not in seen:
+                seen[p] = mode
+        # Another switch counts only when it changes what the prompt prefills after the user turn (a
+        # thinking prefill), not only the system text (``Reasoning: high``) or earlier turns.
+        tails = {p[p.rfind(USER):] for p in seen}
+        for mode in reasoning_switches(self.r.source) if seen else ():
+            p = self.try_render([{"role": "user", "content": USER}], gen=True, mode=mode)
+            if p is not None and p[p.rfind(USER):] not in tails:
+                tails.add(p[p.rfind(USER):])
                 seen[p] = mode
         return list(seen.values()) or [{}]
 
