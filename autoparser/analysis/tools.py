@@ -129,6 +129,9 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
         if _find_path(value, FN_A) is not None:
             t = _json_native(one, two, start, end, value, turn, log)
             return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
+    t = _repr_json_native(pr, r, one, two, turn, log)
+    if t is not None:
+        return t
     t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
     t = _header_id(pr, one, t, log)
     return _python_literals(pr, r, t, log)
@@ -288,18 +291,72 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     args = {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
-    if f"['{VAL_B}']" in text:
+    py_dict = json_dialect and ("'", "'") in t.arguments.string_delims  # the dialect reads ['a'] and {'k': 'a'}
+    if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
-    if f"{{'k': '{VAL_A}'}}" in text:
+    if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
         found["object"] = "object arguments are rendered as Python repr ({'k': 'a'}), which no json decoder reads; they come back as strings"
     k = text.find(ARG_A)
     if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
         found["null"] = "null arguments are rendered as Python None, which the json parser rejects"
+    if py_dict:  # a Python dict: its True and escapes too
+        text2 = _after_reasoning(_tool_text(pr, [call(args={ARG_A: True, ARG_B: "x\ny"})]), r) or ""
+        if re.search(rf"{ARG_A}\W{{0,3}}True\b", text2):
+            found["boolean"] = REPR_UNREADABLE["boolean"]
+        if "'x\\ny'" in text2:
+            found["escaped"] = REPR_UNREADABLE["escaped"]
     for f in found.values():
         log.append(f"A2 {f}")
     if not found:
         return t
     return dataclasses.replace(t, uncovered=t.uncovered + tuple(found.values()), unreadable=tuple(found.items()))
+
+
+# ------------------------------------------------------------------------------- Python repr arguments
+_SQ = re.compile(r"'([^'\\\n]*)'")
+
+
+def _requote(text: str) -> str:
+    """Single-quoted strings written with double quotes (same length, so positions hold): a call
+    object whose arguments a template prints as a Python dict (``{{ arguments }}``) reads as JSON."""
+    return _SQ.sub(lambda m: '"' + m.group(1) + '"', text)
+
+
+REPR_UNREADABLE = {
+    "boolean": "boolean arguments are rendered as Python True/False, which the json parser rejects",
+    "null": "null arguments are rendered as Python None, which the json parser rejects",
+    "escaped": "string arguments with quotes, backslashes or control characters are rendered with Python escapes, which come back escaped",
+}
+
+
+def _repr_json_native(pr: Prober, r: Reasoning, one: str, two: str | None, turn: Turn, log: list[str]) -> Tools | None:
+    """A JSON call object whose arguments the template prints as a Python dict
+    (``{"arguments": {'a': 'x'}, "name": "f"}``): strings in single quotes, which the json parser reads
+    as ``string_delims``. Python's True, False and None, and strings it writes with escapes, no json
+    parser reads back: found by rendering one of each, they are ``Tools.unreadable``."""
+    if "'" not in one:
+        return None
+    q1, q2 = _requote(one), _requote(two) if two else two
+    for start, end, value in _json_values(q1):
+        if _find_path(value, FN_A) is None or _find_path(value, {ARG_A: VAL_A}) is None:
+            continue
+        if _requote(one[start:end]) == one[start:end]:
+            return None  # plain JSON: not this family
+        t = _json_native(q1, q2, start, end, value, turn, log)
+        t = dataclasses.replace(t, family="json-repr-args", arguments=Arguments(kind="json", string_delims=(("'", "'"),)))
+        args = {ARG_A: True, ARG_B: None, ARG_C: "x\ny"}
+        text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
+        found = {}
+        if re.search(rf"{ARG_A}\W{{0,3}}True\b", text):
+            found["boolean"] = REPR_UNREADABLE["boolean"]
+        if re.search(rf"{ARG_B}\W{{0,3}}None\b", text):
+            found["null"] = REPR_UNREADABLE["null"]
+        if "'x\\ny'" in text:
+            found["escaped"] = REPR_UNREADABLE["escaped"]
+        log.append(f"A1 arguments are a Python dict inside a JSON call object: string_delims ' '; unreadable {sorted(found)}")
+        t = dataclasses.replace(t, uncovered=t.uncovered + tuple(found.values()), unreadable=tuple(found.items()))
+        return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
+    return None
 
 
 # --------------------------------------------------------------------------------------------- JSON
@@ -408,6 +465,8 @@ def _json_dialect(text: str, name_at: int) -> dict | None:
     args: dict = {}
     if before_key.rstrip().endswith("{") and colon.lstrip().startswith(":"):
         args["unquoted_keys"] = True
+    elif before_key.endswith("'") and colon.startswith("'"):
+        args["string_delims"] = [["'", "'"]]  # a Python dict: keys and strings in single quotes
     elif not (before_key.endswith('"') and colon.startswith('"')):
         return None
     opener = colon.split(":", 1)[1].strip() if ":" in colon else ""

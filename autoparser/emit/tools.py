@@ -246,6 +246,16 @@ def dropped_section(t: Tools) -> str | None:
     return esc(t.section_start) + r"[\s\S]*?(?:" + (esc(t.section_end) + r"\s*|" if t.section_end else "") + r"\Z)"
 
 
+def _repr_args(t: Tools, field: dict) -> dict:
+    """JSON call objects whose arguments are a Python dict (``family == "json-repr-args"``): the json
+    parser reads its single-quoted strings as ``string_delims``."""
+    if t.arguments.string_delims and field.get("content") == "json":
+        field = {**field, "content_args": {**field.get("content_args", {}), "string_delims": [list(p) for p in t.arguments.string_delims]}}
+        order = ["open", "open_pattern", "close", "close_pattern", "repeats", "content", "content_args", "transform_each", "transform"]
+        field = {k: field[k] for k in order if k in field} | {k: v for k, v in field.items() if k not in order}
+    return field
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
@@ -254,6 +264,7 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         return None, warnings
     if t.format == "JSON_NATIVE":
         field, w = _json_native(t, ends, a.reasoning.end if a.reasoning.mode != "NONE" else "")
+        field = _repr_args(t, field)
     elif t.arguments.kind == "pythonic":
         field, w = _pythonic(t, ends)
     else:

@@ -470,9 +470,14 @@ def _case(pr: Prober, a: Analysis, name: str, msgs: list[dict], m: dict, mode: d
 
 
 def _kinds(value) -> set[str]:
-    """The JSON kinds inside ``value``, itself included."""
+    """The JSON kinds inside ``value``, itself included; ``boolean`` and ``escaped`` (a string that a
+    Python repr writes with escapes or in the other quotes) too."""
     if value is None:
         return {"null"}
+    if isinstance(value, bool):
+        return {"boolean"}
+    if isinstance(value, str):
+        return {"escaped"} if any(ch in value for ch in "\\\n\t\r'") or not value.isprintable() else set()
     if isinstance(value, dict):
         return {"object"}.union(*map(_kinds, value.values()))
     if isinstance(value, list):
