@@ -179,3 +179,14 @@ def test_an_uncovered_case_that_parses_a_call_forces_the_drop():
     kept, _, v = settle(src, None, res.analysis, t, "thinking")
     assert "tool_calls" not in kept["fields"] and "tool_calls" in v["dropped"] and not v["uncovered"]
     assert v["tool_capabilities"]["single"] == "fail"
+
+
+@pytest.mark.parametrize("name, why", [("history-only-calls", "render only in earlier turns"), ("flat-calls", "render only in the flat shape")])
+def test_calls_the_analysis_cannot_see_are_said(name, why):
+    """Calls rendered only in earlier turns, or only in the flat {"name", "arguments"} shape, are never
+    lost silently: the verdict drops tool_calls with the reason, and the warning says it."""
+    res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
+    v = res.verdict
+    assert v["status"] == "degraded" and v["dropped"] == ["tool_calls"] and why in v["first_failure"]
+    assert v["tool_capabilities"]["single"] == "fail"
+    assert any(why in w for w in res.warnings)

@@ -101,6 +101,9 @@ class Tools:
     # JSON_NATIVE: leading markers of call_start that open the content written with calls; the rest of
     # call_start follows that content (``<|python_start|>content<|python_end|>{call}``)
     content_opener: str = ""
+    # Calls the analysis cannot see at all (rendered only in earlier turns, or only in a call shape
+    # callers do not send): why, said by the verdict and its warning, never silently
+    unseen: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,23 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     return start, end, full_end
 
 
+def _blank_line_end(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
+    """Reasoning ended by whitespace alone: a line holding only spaces (``reasoning\n \n\ncontent``,
+    a template whose tags were lost). Found when reasoning renders right at the start of the reply,
+    before exactly the text a content-only reply has, and that text opens with such a run: the run is
+    the end (DELIMITER). A run of bare newlines is a paragraph break, never taken."""
+    for mode in pr.modes:
+        base = pr.generation(assistant(), mode)
+        withr = pr.generation(assistant(reasoning=REASON), mode)
+        if not (base and withr and base.exact and withr.exact and withr.text == REASON + base.text):
+            continue
+        run = base.text[: len(base.text) - len(base.text.lstrip())]
+        if run.count("\n") >= 2 and re.search(r"\n[ \t]+\n", run):
+            log.append(f"R1 [{_m(mode)}] reasoning ends at a line of only spaces: {run!r}")
+            return "", run, run
+    return None
+
+
 def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
     """Reasoning that history never renders but the thinking switch shows: one mode's generation
     prompt opens the block and another opens and closes it (``<think>`` vs ``<think></think>``)."""
@@ -167,6 +184,8 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
                     break
     if not found:
         found = _toggle(pr, log)
+    if not (found and any(found)) and pr.reads_reasoning:
+        found = _blank_line_end(pr, log) or found
     start, end, full_end = found if found else ("", "", "")
     # R2: what the thinking modes' generation prompts prefill.
     prefills = {_m(m): _prefill(pr, m) for m in pr.modes}

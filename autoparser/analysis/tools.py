@@ -16,7 +16,8 @@ import regex as re
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
 from .diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len
-from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
+from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
+from ..errors import TemplateError
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
 ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls
@@ -147,12 +148,48 @@ def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:
         text = text[text.find(r.end) + len(r.end) :]
     ms = markers(text or "")
     if not text or not ms or not text.lstrip().startswith(ms[0]):
-        log.append("T1 no tool calls rendered -> NONE")
-        return Tools()
+        unseen = _unseen_calls(pr, log)
+        if not unseen:
+            log.append("T1 no tool calls rendered -> NONE")
+        return Tools(unseen=unseen)
     end = ms[-1] if len(ms) > 1 and text.rstrip().endswith(ms[-1]) else ""
     why = "tool calls are rendered without the function name (the call header carries only the call id): they cannot be parsed back and are dropped from the message"
     log.append(f"T1 calls rendered without their names: {text!r} -> section {ms[0]!r}…{end!r}; {why}")
     return Tools(format="TAG_WITH_JSON", family="nameless", section_start=ms[0], section_end=end, uncovered=(why,))
+
+
+HISTORY_ONLY = "tool calls render only in earlier turns (the last assistant turn drops them), so their format cannot be read from a reply: calls a model writes arrive as content"
+FLAT_ONLY = ("tool calls render only in the flat shape {\"name\", \"arguments\"} (no \"function\" key), which callers do not send: "
+             "the template drops standard calls, and calls a model writes arrive as content")
+
+
+def _unseen_calls(pr: Prober, log: list[str]) -> tuple[str, ...]:
+    """Why a template that renders no call in the last turn still renders calls somewhere: in an
+    earlier turn (a call, its result, then another user turn), or only when the call is written flat
+    (``{"name", "arguments"}`` without ``function``). Either way the analysis cannot read the format
+    from a reply, and says so. A call counts as rendered when its name and argument value appear more
+    often than in the same conversation with a content-only turn (the system prompt lists the tools)."""
+    flat = {"id": ID_A, "type": "function", "name": FN_A, "arguments": {ARG_A: VAL_A}}
+
+    def convo(turn: dict, earlier: bool) -> list[dict]:
+        head = [{"role": "user", "content": USER}, turn]
+        return head + [{"role": "tool", "tool_call_id": ID_A, "name": FN_A, "content": RESULT}, {"role": "user", "content": USER2}] if earlier else head
+
+    def rendered(c: dict, earlier: bool) -> bool:
+        try:
+            with_call = pr._render(convo({"role": "assistant", "content": None, "tool_calls": [c]}, earlier), tools=TOOLS)
+            base = pr._render(convo({"role": "assistant", "content": CONTENT}, earlier), tools=TOOLS)
+        except TemplateError:
+            return False
+        return with_call.count(FN_A) > base.count(FN_A) and VAL_A in with_call
+
+    if rendered(call(), True):
+        log.append(f"T1 calls render only in earlier turns: {HISTORY_ONLY}")
+        return (HISTORY_ONLY,)
+    if rendered(flat, False) or rendered(flat, True):
+        log.append(f"T1 calls render only flat: {FLAT_ONLY}")
+        return (FLAT_ONLY,)
+    return ()
 
 
 def _call_lead(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
