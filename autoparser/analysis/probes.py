@@ -40,6 +40,32 @@ _SWITCH_NAME = re.compile(r"think|reason", re.I)
 MAX_SWITCH_MODES = 8
 
 
+def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
+    """Attribute chains the template spells starting at ``first`` (``x.context.body`` -> ("context",
+    "body")), longest first, from the parsed template (nothing runs)."""
+    import jinja2
+    from jinja2 import nodes
+
+    from ..render.sandbox import _GenerationTag
+
+    try:
+        ast = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"]).parse(source)
+    except Exception:  # noqa: BLE001 - the sandbox's compile reports a template that does not parse
+        return []
+    chains: list[tuple[str, ...]] = []
+    for node in ast.find_all(nodes.Getattr):
+        path, n = [], node
+        while isinstance(n, nodes.Getattr):
+            path.append(n.attr)
+            n = n.node
+        path.reverse()
+        if first in path:
+            chain_ = tuple(path[path.index(first):])
+            if len(chain_) > 1 and chain_ not in chains:
+                chains.append(chain_)
+    return sorted(chains, key=len, reverse=True)
+
+
 def reasoning_switches(source: str) -> list[dict]:
     """Modes for the reasoning switches a template reads other than ``enable_thinking``: each variable
     read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
@@ -197,6 +223,10 @@ class Prober:
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
+        # A template that reads a message's text under a nested key (``message.context.body``) instead of
+        # ``content`` gets each message's text there too (``_pick_content_path``).
+        self.content_path: tuple[str, ...] = ()
+        self._pick_content_path()
         # A template reads a message's reasoning by a key it spells (``message.reasoning_content``,
         # ``'thinking' in message``); one that spells none cannot render it, so no probe asks.
         self.reads_reasoning = any(k in renderer.source for k in REASONING_KEYS)
@@ -283,6 +313,28 @@ class Prober:
             except TemplateError:
                 pass
 
+    def _pick_content_path(self) -> None:
+        """A template that raises on a plain user message because it reads a key messages do not have
+        (``'dict object' has no attribute 'context'``) may read the text under that key: every attribute
+        chain the template spells from it (``context.body``), read off the parsed template (nothing runs),
+        is tried with the text there; the first that renders it is kept."""
+        msgs = [{"role": "user", "content": USER}]
+        try:
+            self._render(msgs, tools=TOOLS, add_generation_prompt=True)
+            return
+        except TemplateError as e:
+            m = re.search(r"'dict object' has no attribute '(\w+)'", e.message)
+        if not m:
+            return
+        for path in _attribute_chains(self.r.source, m.group(1)):
+            self.content_path = path
+            try:
+                if USER in self._render(self._adapt(msgs, self.style), tools=TOOLS, add_generation_prompt=True):
+                    return
+            except TemplateError:
+                pass
+        self.content_path = ()
+
     # -- rendering -----------------------------------------------------------------------------------
     def _adapt(self, msgs: list[dict], style: Style) -> list[dict]:
         out = []
@@ -305,6 +357,11 @@ class Prober:
                 m = {**{k: v for k, v in m.items() if k != "reasoning_content"}, "content": [{"type": "thinking", "thinking": m["reasoning_content"]}] + text}
             elif style.text_chunks and isinstance(m.get("content"), str):
                 m = {**m, "content": [{"type": "text", "text": m["content"]}]}
+            if self.content_path and isinstance(m.get("content"), str):
+                nested: object = m["content"]
+                for key in reversed(self.content_path):
+                    nested = {key: nested}
+                m = {**m, **nested}
             out.append(m)
         return out
 
