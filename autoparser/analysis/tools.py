@@ -328,7 +328,9 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     args = {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
-    py_dict = json_dialect and ("'", "'") in t.arguments.string_delims  # the dialect reads ['a'] and {'k': 'a'}
+    # A dialect with ' string delimiters, and pythonic values (read by the json parser with them), read
+    # ['a'] and {'k': 'a'}; a pythonic None stays text, which fails inside a list or an object.
+    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.kind == "pythonic"
     if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
     if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
@@ -336,7 +338,9 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     k = text.find(ARG_A)
     if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
         found["null"] = "null arguments are rendered as Python None, which the json parser rejects"
-    if py_dict:  # a Python dict: its True and escapes too
+    elif t.arguments.kind == "pythonic" and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
+        found["null"] = "null is rendered as Python None: alone it comes back as text (cast by tools= when the schema allows null), inside a list or an object the value comes back as a string"
+    if py_dict and t.arguments.kind != "pythonic":  # a Python dict: its True and escapes too
         text2 = _after_reasoning(_tool_text(pr, [call(args={ARG_A: True, ARG_B: "x\ny"})]), r) or ""
         if re.search(rf"{ARG_A}\W{{0,3}}True\b", text2):
             found["boolean"] = REPR_UNREADABLE["boolean"]

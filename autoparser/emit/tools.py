@@ -207,6 +207,13 @@ _NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}
 _PY_VALUE = rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
 
 
+# Each value whole, quotes included, read by the json parser: a double-quoted string is JSON (``tojson``
+# writes it so, escapes and all), a single-quoted one a ``string_delims`` string, lists and dicts JSON or
+# Python-quoted; True/None and other bare words come back as text, which ``tools=`` casts by the schema.
+_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST.replace('(?P<nest>', '(?P<n2>').replace('(?&nest)', '(?&n2)')}|[^,\s()\[\]{{}}'\"]+"
+PY_VALUE_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}
+
+
 def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     """``[f(a='x'), g(b=1)]``: one region per call. A later call opens at the separator only inside
     an open section (a variable-length lookbehind to the section start), so ``f(x), g(y)`` in plain
@@ -215,7 +222,7 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     The lookbehind scans back to the section start, so it runs last: after the previous call's ``)``
     and the next ``name(`` matched (a call closes only there). Run at every separator, it made
     parsing quadratic in prose (0.01 MB/s on 25 KB with commas)."""
-    warnings = ["pythonic argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
+    warnings = ["pythonic True/False/None come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
     name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
     sec, sec_end = t.section_start.strip(), t.section_end.strip()
     sep = _flex(t.call_separator) if t.call_separator.strip() else r"\s*,\s*"
@@ -232,7 +239,8 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         "close_pattern": rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})|{close}{tail}",
         "repeats": True,
         "content": "xml-inline",
-        "content_args": {"tag_pattern": rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}(?:{_PY_VALUE})"},
+        "content_args": {"tag_pattern": rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}(?P<value>{_PY_LITERAL})",
+                         "value_parser": PY_VALUE_PARSER},
         "transform": _call_transform("{name}", "{content}", None),
     }
     return field, warnings
