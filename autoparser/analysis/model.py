@@ -48,6 +48,9 @@ class Arguments:
     key_suffix: str = ""
     value_suffix: str = ""
     separator: str = ""
+    # pythonic: string values are written JSON-escaped in double quotes (``tojson``), so the json parser
+    # reads each value back; otherwise quoted values are taken as the text between the quotes
+    json_values: bool = False
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     if t is not None:
         return t
     t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
+    if t.family == "pythonic":
+        t = _pythonic_json_values(pr, r, t, log)
     t = _header_id(pr, one, t, log)
     return _python_literals(pr, r, t, log)
 
@@ -317,6 +319,17 @@ def _pythonic(one, two, turn, log) -> Tools | None:
     return t
 
 
+def _pythonic_json_values(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """Pythonic values written with ``tojson``: a string holding a quote and a newline comes out
+    ``"a \\"b\\"\\nc"`` (JSON escapes in double quotes) and a list as ``["x"]``. Then every value is JSON
+    and the json parser reads it back, escapes and nesting included."""
+    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: 'a "b"\nc', ARG_B: [VAL_B]})]), r) or ""
+    if '"a \\"b\\"\\nc"' in text and f'["{VAL_B}"]' in text:
+        log.append("A1 pythonic values are JSON (strings JSON-escaped in double quotes): the json parser reads them")
+        return dataclasses.replace(t, arguments=dataclasses.replace(t.arguments, json_values=True))
+    return t
+
+
 def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
     """Templates that print values with ``{{ value }}`` write Python literals: a list as ``['a']``, an
     object as ``{'k': 'a'}`` (no json decoder reads them; a tagged or pythonic value comes back as that
@@ -328,9 +341,8 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     args = {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
-    # A dialect with ' string delimiters, and pythonic values (read by the json parser with them), read
-    # ['a'] and {'k': 'a'}; a pythonic None stays text, which fails inside a list or an object.
-    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.kind == "pythonic"
+    # A dialect with ' string delimiters reads ['a'] and {'k': 'a'}.
+    py_dict = json_dialect and ("'", "'") in t.arguments.string_delims
     if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
     if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
@@ -338,9 +350,7 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     k = text.find(ARG_A)
     if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
         found["null"] = "null arguments are rendered as Python None, which the json parser rejects"
-    elif t.arguments.kind == "pythonic" and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
-        found["null"] = "null is rendered as Python None: alone it comes back as text (cast by tools= when the schema allows null), inside a list or an object the value comes back as a string"
-    if py_dict and t.arguments.kind != "pythonic":  # a Python dict: its True and escapes too
+    if py_dict:  # a Python dict: its True and escapes too
         text2 = _after_reasoning(_tool_text(pr, [call(args={ARG_A: True, ARG_B: "x\ny"})]), r) or ""
         if re.search(rf"{ARG_A}\W{{0,3}}True\b", text2):
             found["boolean"] = REPR_UNREADABLE["boolean"]
@@ -432,7 +442,9 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
                 # One opener, then the calls back to back: each call ends where the separator and the
                 # next call object begin (``<|python_start|>{…}{…}``).
                 sep = between
-                shared = bool(call_start.strip())
+                # With no opener at all, calls separated by text (``{…};{…}``, one per line) are a run
+                # from the start of the reply, read the same way.
+                shared = bool(call_start.strip()) or bool(between)
                 # Read as ``{"name": "<name>", "arguments": <args>}``: only objects of those two keys, in
                 # that order, are split this way.
                 if shared and not (isinstance(element, dict) and list(element) == [name_path[0], args_path[0]] if name_path and args_path and len(name_path) == len(args_path) == 1 else False):
