@@ -317,6 +317,35 @@ def _repr_args(t: Tools, field: dict) -> dict:
     return field
 
 
+def _separated_in_section(t: Tools) -> bool:
+    """Named calls with JSON arguments inside one section, with no per-call marker, separated by text
+    (``<tool_call>f{…};g{…}</tool_call>``)."""
+    return (t.format == "TAG_WITH_JSON" and t.arguments.kind == "json" and not t.arguments.string_delims and not t.arguments.unquoted_keys
+            and bool(t.section_start.strip()) and not t.call_start.strip() and not t.call_end.strip() and bool(t.call_separator.strip())
+            and not t.id_in_header and not t.index_in_header)
+
+
+def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""``<tool_call>f{…};g{…}</tool_call>``: each call is ``name`` + its JSON object. A call closes
+    (zero-width) after its object's ``}`` where the separator and the next name follow, or at the
+    section end; a later call opens on the separator only inside an open section (a lookbehind to the
+    section start, run last), so the separator in prose stays content."""
+    sec, sec_end = _flex(t.section_start.strip()), _flex(t.section_end.strip()) if t.section_end.strip() else ""
+    sep = r"\s*" + _flex(t.call_separator.strip()) + r"\s*"
+    suffix = re.escape(t.name_suffix)
+    name = r"(?P<name>[\w.\-/]+)" + suffix
+    inside = rf"(?<={sec}(?:(?!{sec_end or sec})[\s\S])*?)"
+    looks = [rf"(?<=\}})(?={sep}[\w.\-/]+{suffix}\s*\{{)"] + ([rf"(?={sec_end})"] if sec_end else []) + [re.escape(e) for e in ends]
+    field = {
+        "open_pattern": rf"(?:{sec}\s*{name}|(?<=\}}){sep}{name}{inside})",
+        "close_pattern": "|".join(looks),
+        "repeats": True,
+        "content": "json",
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    return field, [f"calls in one section are split where '}}{t.call_separator.strip()}name{{' follows, which an argument string can also hold"]
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
@@ -328,6 +357,8 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         field = _repr_args(t, field)
     elif t.arguments.kind == "pythonic":
         field, w = _pythonic(t, ends)
+    elif _separated_in_section(t):
+        field, w = _tagged_separated(t, ends)
     else:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
