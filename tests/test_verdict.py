@@ -190,3 +190,27 @@ def test_calls_the_analysis_cannot_see_are_said(name, why):
     assert v["status"] == "degraded" and v["dropped"] == ["tool_calls"] and why in v["first_failure"]
     assert v["tool_capabilities"]["single"] == "fail"
     assert any(why in w for w in res.warnings)
+
+
+def test_content_beside_a_run_of_calls_is_uncovered_and_the_field_kept():
+    """Calls with no marker are read only as a run at the reply's start: content before them is not
+    covered, so its case arrives in content, and the field stays for what it covers."""
+    from autoparser.verify.verdict import describe
+
+    for name in ("json-run-lines", "pythonic-semicolon"):
+        res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
+        v = res.verdict
+        assert "tool_calls" in res.template["fields"], name
+        assert v["status"] == "degraded" and v["uncovered"] == ["content_beside"] and not v["dropped"], (name, v)
+        assert v["tool_capabilities"]["single"] == v["tool_capabilities"]["parallel"] == "pass"
+        assert "not covered: content beside calls" in describe(v)
+
+
+def test_reasoning_switches_are_read_from_the_template():
+    from autoparser.analysis.probes import reasoning_switches
+
+    src = ("{% if reasoning_effort == 'high' %}H{% endif %}{% if thinking %}T{% endif %}{% if thinking_budget == 0 %}B{% endif %}"
+           "{% set think_local = 1 %}{{ think_local }}{{ messages }}")
+    modes = reasoning_switches(src)
+    assert {"reasoning_effort": "high"} in modes and {"thinking": True} in modes and {"thinking": False} in modes
+    assert not any("thinking_budget" in m or "think_local" in m for m in modes)  # a number is a budget; a set variable no switch

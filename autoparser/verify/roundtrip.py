@@ -554,7 +554,8 @@ def capabilities(report: Report) -> dict[str, str]:
         cap = capability(c)
         if cap is None or c.status == "skip":
             continue
-        out[cap] = "fail" if c.status == "fail" or out[cap] == "fail" else "pass"
+        parsed = "tool_calls" in report.fields  # without the field, calls that pass arrived in content: not covered
+        out[cap] = "fail" if c.status == "fail" or out[cap] == "fail" or not parsed else "pass"
     ids = report.per_field().get("ids")
     out["ids"] = {"pass": "pass", "limit": "pass", "fail": "fail"}.get(ids, "absent") if "ids" in report.fields else \
         ("fail" if any(c.expected.get("tool_calls") and any(x["id"] for x in c.expected["tool_calls"]) for c in report.cases) else "absent")
