@@ -18,8 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "corpus"
-SETS = {"corpus": SHARED / "templates", "wild": SHARED / "wild" / "templates"}
-TOKENS = {"corpus": {"bos_token": "<s>", "eos_token": "</s>"}, "wild": {}}
+SETS = {"corpus": SHARED / "templates", "wild": SHARED / "wild" / "templates", "models": HERE.parent / "models"}
+TOKENS = {"corpus": {"bos_token": "<s>", "eos_token": "</s>"}, "wild": {}, "models": {}}
 
 
 def one(job: tuple[str, str]) -> dict:
@@ -38,7 +38,15 @@ def one(job: tuple[str, str]) -> dict:
     except Exception as e:  # noqa: BLE001 - a crash is a result to show
         return {**out, "status": "crash", "why": f"{type(e).__name__}: {e}"}
     v = res.verdict or {}
-    return {**out, "status": v.get("status", "?"), "verdict": v, "warnings": list(res.warnings)}
+    out = {**out, "status": v.get("status", "?"), "verdict": v, "warnings": list(res.warnings)}
+    if "tool_calls" in (v.get("dropped") or []):
+        # Did single calls round-trip with the field as first emitted? (the field must not be lost then)
+        from autoparser.verify.roundtrip import capabilities, verify
+
+        raw = autoparser.infer_result(src, TOKENS[which], verify=False)
+        if "tool_calls" in raw.template.get("fields", {}):
+            out["single_before_drop"] = capabilities(verify(src, raw.template, TOKENS[which], analysis=raw.analysis))["single"]
+    return out
 
 
 def main() -> None:
@@ -61,6 +69,8 @@ def main() -> None:
             caps[(k, v)] += 1
     if caps:
         print("capabilities: " + ", ".join(f"{k} {v} {n}" for (k, v), n in sorted(caps.items())))
+    lost = [r["name"] for r in rows if r.get("single_before_drop") == "pass"]
+    print(f"tool_calls dropped although single calls round-trip: {len(lost)}" + (f" ({', '.join(lost)})" if lost else ""))
     print()
     for r in rows:
         if r["status"] == "full" and not args.all:
