@@ -51,6 +51,9 @@ class Arguments:
     # pythonic: string values are written JSON-escaped in double quotes (``tojson``), so the json parser
     # reads each value back; otherwise quoted values are taken as the text between the quotes
     json_values: bool = False
+    # pythonic: strings written raw between single quotes and lists as Python repr (``['a', 'b c']``):
+    # each value is read by the json parser with ' as a string delimiter
+    python_values: bool = False
 
 
 @dataclass(frozen=True)

@@ -327,6 +327,9 @@ def _pythonic_json_values(pr: Prober, r: Reasoning, t: Tools, log: list[str]) ->
     if '"a \\"b\\"\\nc"' in text and f'["{VAL_B}"]' in text:
         log.append("A1 pythonic values are JSON (strings JSON-escaped in double quotes): the json parser reads them")
         return dataclasses.replace(t, arguments=dataclasses.replace(t.arguments, json_values=True))
+    if "'a \"b\"\nc'" in text and f"['{VAL_B}']" in text:
+        log.append("A1 pythonic values are Python literals (raw strings in single quotes, lists as repr): the json parser reads them with ' as a string delimiter")
+        return dataclasses.replace(t, arguments=dataclasses.replace(t.arguments, python_values=True))
     return t
 
 
@@ -342,7 +345,7 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
     # A dialect with ' string delimiters reads ['a'] and {'k': 'a'}.
-    py_dict = json_dialect and ("'", "'") in t.arguments.string_delims
+    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.python_values
     if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
     if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
@@ -350,7 +353,7 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     k = text.find(ARG_A)
     if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
         found["null"] = "null arguments are rendered as Python None, which the json parser rejects"
-    if py_dict:  # a Python dict: its True and escapes too
+    if py_dict and json_dialect:  # a Python dict: its True and escapes too
         text2 = _after_reasoning(_tool_text(pr, [call(args={ARG_A: True, ARG_B: "x\ny"})]), r) or ""
         if re.search(rf"{ARG_A}\W{{0,3}}True\b", text2):
             found["boolean"] = REPR_UNREADABLE["boolean"]

@@ -240,6 +240,8 @@ _PY_VALUE = rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<
 # which ``tools=`` casts by the schema.
 _PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST.replace('(?P<nest>', '(?P<n2>').replace('(?&nest)', '(?&n2)')}|[^,\s()\[\]{{}}'\"]+"
 PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
+# Raw strings in single quotes (their text kept exactly) and lists/dicts in Python quoting.
+PY_LITERAL_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}
 
 
 def _pythonic_args(t: Tools) -> dict:
@@ -249,6 +251,12 @@ def _pythonic_args(t: Tools) -> dict:
     key = rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}"
     if t.arguments.json_values:
         return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL})", "value_parser": PY_VALUE_PARSER}
+    if t.arguments.python_values:
+        # A double-quoted string is taken between its quotes as written (a model's "a\nb" stays so, as
+        # llama.cpp reads it); single-quoted strings, lists and dicts whole.
+        nest = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")
+        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{nest}|[^,\s()\[\]{{}}'\"]+)"
+        return {"tag_pattern": rf"{key}(?:{value})", "value_parser": PY_LITERAL_PARSER}
     return {"tag_pattern": rf"{key}(?:{_PY_VALUE})"}
 
 
