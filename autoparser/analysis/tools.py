@@ -388,8 +388,9 @@ def _repr_json_native(pr: Prober, r: Reasoning, one: str, two: str | None, turn:
     (``{"arguments": {'a': 'x'}, "name": "f"}``): strings in single quotes, which the json parser reads
     as ``string_delims``. Python's True, False and None, and strings it writes with escapes, no json
     parser reads back: found by rendering one of each, they are ``Tools.unreadable``."""
-    if "'" not in one:
-        return None
+    html = _html_json_native(pr, r, one, two, turn, log)
+    if html is not None or "'" not in one:
+        return html
     q1, q2 = _requote(one), _requote(two) if two else two
     for start, end, value in _json_values(q1):
         if _find_path(value, FN_A) is None or _find_path(value, {ARG_A: VAL_A}) is None:
@@ -409,6 +410,31 @@ def _repr_json_native(pr: Prober, r: Reasoning, one: str, two: str | None, turn:
             found["escaped"] = REPR_UNREADABLE["escaped"]
         log.append(f"A1 arguments are a Python dict inside a JSON call object: string_delims ' '; unreadable {sorted(found)}")
         t = dataclasses.replace(t, uncovered=t.uncovered + tuple(found.values()), unreadable=tuple(found.items()))
+        return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
+    return None
+
+
+HTML_QUOTE = "&#34;"
+HTML_UNREADABLE = "string arguments holding & < > or quotes are rendered HTML-escaped (&amp;lt; …), which come back escaped"
+
+
+def _html_json_native(pr: Prober, r: Reasoning, one: str, two: str | None, turn: Turn, log: list[str]) -> Tools | None:
+    """A call object whose arguments the template HTML-escapes (``{{ arguments | tojson | e }}``):
+    ``{&#34;a&#34;: &#34;x&#34;}``. The json parser reads ``&#34;`` as a string delimiter; strings
+    holding characters HTML escapes (``& < > " '``) come back escaped (``Tools.unreadable``: html)."""
+    if HTML_QUOTE not in one:
+        return None
+    q1, q2 = one.replace(HTML_QUOTE, '"'), two.replace(HTML_QUOTE, '"') if two else two
+    for start, end, value in _json_values(q1):
+        if _find_path(value, FN_A) is None or _find_path(value, {ARG_A: VAL_A}) is None:
+            continue
+        tail = len(q1) - end
+        if HTML_QUOTE in one[:start] or HTML_QUOTE in one[len(one) - tail:]:
+            return None  # the markers around the call are escaped too: not this family
+        t = _json_native(q1, q2, start, end, value, turn, log)
+        t = dataclasses.replace(t, family="json-html-args", arguments=Arguments(kind="json", string_delims=((HTML_QUOTE, HTML_QUOTE),)),
+                                uncovered=t.uncovered + (HTML_UNREADABLE,), unreadable=(("html", HTML_UNREADABLE),))
+        log.append(f"A1 arguments are HTML-escaped JSON inside a JSON call object: string_delims {HTML_QUOTE}")
         return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
     return None
 

@@ -477,7 +477,8 @@ def _kinds(value) -> set[str]:
     if isinstance(value, bool):
         return {"boolean"}
     if isinstance(value, str):
-        return {"escaped"} if any(ch in value for ch in "\\\n\t\r'") or not value.isprintable() else set()
+        out = {"escaped"} if any(ch in value for ch in "\\\n\t\r'") or not value.isprintable() else set()
+        return out | ({"html"} if any(ch in value for ch in "&<>\"'") else set())
     if isinstance(value, dict):
         return {"object"}.union(*map(_kinds, value.values()))
     if isinstance(value, list):
