@@ -210,7 +210,9 @@ def test_reasoning_switches_are_read_from_the_template():
     from autoparser.analysis.probes import reasoning_switches
 
     src = ("{% if reasoning_effort == 'high' %}H{% endif %}{% if thinking %}T{% endif %}{% if thinking_budget == 0 %}B{% endif %}"
+           "{% if thinking_mode in ['on', 'auto'] %}M{% endif %}"
            "{% set think_local = 1 %}{{ think_local }}{{ messages }}")
     modes = reasoning_switches(src)
     assert {"reasoning_effort": "high"} in modes and {"thinking": True} in modes and {"thinking": False} in modes
+    assert {"thinking_mode": "auto"} in modes
     assert not any("thinking_budget" in m or "think_local" in m for m in modes)  # a number is a budget; a set variable no switch

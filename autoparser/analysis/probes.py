@@ -37,7 +37,7 @@ THINKING_MODES = ({}, {"enable_thinking": True}, {"enable_thinking": False})
 # Other names a template may read its reasoning switch under (``thinking``, ``enable_reasoning``,
 # ``reasoning_effort``, ``thinking_mode``…): any variable it reads, never sets, whose name says so.
 _SWITCH_NAME = re.compile(r"think|reason", re.I)
-MAX_SWITCH_MODES = 8
+MAX_SWITCH_MODES = 16
 
 
 def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
@@ -91,6 +91,7 @@ def reasoning_switches(source: str) -> list[dict]:
             operands = [cmp.expr] + [o.expr for o in cmp.ops]
             if any(isinstance(o, nodes.Name) and o.name == name for o in operands):
                 consts += [o.value for o in operands if isinstance(o, nodes.Const)]
+                consts += [i.value for o in operands if isinstance(o, (nodes.List, nodes.Tuple)) for i in o.items if isinstance(i, nodes.Const)]
         if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
             continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
         modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
