@@ -92,6 +92,8 @@ def reasoning_switches(source: str) -> list[dict]:
             if any(isinstance(o, nodes.Name) and o.name == name for o in operands):
                 consts += [o.value for o in operands if isinstance(o, nodes.Const)]
                 consts += [i.value for o in operands if isinstance(o, (nodes.List, nodes.Tuple)) for i in o.items if isinstance(i, nodes.Const)]
+                consts += [i for o in operands if isinstance(o, nodes.Const) and isinstance(o.value, (list, tuple)) for i in o.value]  # folded
+        consts = [v for v in consts if not isinstance(v, (list, tuple))]
         if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
             continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
         modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
