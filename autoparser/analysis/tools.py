@@ -149,6 +149,9 @@ def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:
     if text and r.end and r.end in text and text.find(r.end) < text.find(VAL_A):
         text = text[text.find(r.end) + len(r.end) :]
     ms = markers(text or "")
+    if text and VAL_A in text and not ms:
+        log.append(f"T1 calls rendered with neither their names nor a marker: {text!r}; {BARE_VALUES}")
+        return Tools(unseen=(BARE_VALUES,))
     if not text or not ms or not text.lstrip().startswith(ms[0]):
         unseen = _unseen_calls(pr, log)
         if not unseen:
@@ -160,6 +163,7 @@ def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:
     return Tools(format="TAG_WITH_JSON", family="nameless", section_start=ms[0], section_end=end, uncovered=(why,))
 
 
+BARE_VALUES = "tool calls render only their argument values, with neither the function name nor a marker: they cannot be parsed back and arrive as content"
 HISTORY_ONLY = "tool calls render only in earlier turns (the last assistant turn drops them), so their format cannot be read from a reply: calls a model writes arrive as content"
 FLAT_ONLY = ("tool calls render only in the flat shape {\"name\", \"arguments\"} (no \"function\" key), which callers do not send: "
              "the template drops standard calls, and calls a model writes arrive as content")

@@ -158,7 +158,8 @@ def _unseen(a: Analysis, verdict: dict) -> None:
     verdict["fields"]["tool_calls"] = "fail"
     verdict["dropped"] = sorted(set(verdict["dropped"]) | {"tool_calls"}, key=FIELDS.index)
     verdict["tool_capabilities"] = {k: "fail" if k != "ids" else v for k, v in verdict["tool_capabilities"].items()}
-    verdict.update(status="degraded", first_failure="; ".join(unseen))
+    earlier = verdict["first_failure"] if verdict["status"] == "degraded" else None
+    verdict.update(status="degraded", first_failure="; ".join(list(unseen) + ([earlier] if earlier else [])))
 
 
 def _unparsed(report) -> list[str]:
