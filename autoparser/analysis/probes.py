@@ -409,11 +409,15 @@ class Prober:
                 seen[p] = mode
         # Another switch counts only when it changes what the prompt prefills after the user turn (a
         # thinking prefill), not only the system text (``Reasoning: high``) or earlier turns.
+        # It must also stay a prefill: at most two markers past what the default prompt ends with (an
+        # opener, an empty block), not a whole extra turn (``<|think|><|end|><|begin|>assistant``).
         tails = {p[p.rfind(USER):] for p in seen}
+        default = next(iter(seen))[next(iter(seen)).rfind(USER):] if seen else ""
         for mode in reasoning_switches(self.r.source) if seen else ():
             p = self.try_render([{"role": "user", "content": USER}], gen=True, mode=mode)
-            if p is not None and p[p.rfind(USER):] not in tails:
-                tails.add(p[p.rfind(USER):])
+            tail = p[p.rfind(USER):] if p is not None else None
+            if tail is not None and tail not in tails and len(MARKER.findall(tail[prefix_len(default, tail):])) <= 2:
+                tails.add(tail)
                 seen[p] = mode
         return list(seen.values()) or [{}]
 
