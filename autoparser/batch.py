@@ -208,11 +208,17 @@ def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
 
 # -- summary -----------------------------------------------------------------------------------------------------
 
+def _left_out(rec: dict) -> str:
+    """The fields left out and the tool-call capabilities not covered (their text arrives as content)."""
+    uncovered = ((rec.get("verify") or {}).get("uncovered")) or []
+    return ", ".join(list(rec.get("dropped") or []) + [f"tool calls ({u})" for u in uncovered])
+
+
 def _why(rec: dict) -> str:
     """The summary's last column: what was left out and the first diverging case, or why it was refused."""
     v = rec.get("verify") or {}
     if rec.get("verdict") == "degraded":
-        return f"without {', '.join(rec.get('dropped') or [])}: {v.get('first_failure')}"
+        return f"without {_left_out(rec)}: {v.get('first_failure')}"
     if rec.get("status") == "pending":
         return "unfinished"
     return rec.get("error") or ", ".join(v.get("limits") or [])
@@ -265,7 +271,7 @@ class Progress:
             how = "resumed" if r.get("resumed") else "analysed" if r.get("analysed") else f"same template as {r.get('same_template_as')}"
             line = f"{r.get('verdict')} ({how}; reasoning {r.get('reasoning')}, tools {r.get('tools')})"
             if r.get("verdict") == "degraded":
-                line += f"; without {', '.join(r.get('dropped') or [])}"
+                line += f"; without {_left_out(r)}"
         else:
             line = f"{'REFUSED' if r.get('verdict') == 'refused' else 'FAILED'}: {r.get('error')}"
         if self.bar is not None:

@@ -133,5 +133,7 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
     """Round-trip ``response_template`` (what ``infer`` emits when not given) on the template's own renderings,
     with the template's analysis placing each generation."""
     res = infer_result(chat_template, special_tokens, reasoning_field=reasoning_field)
+    own = response_template is None or response_template == res.template
+    uncovered = (res.verdict or {}).get("uncovered") or () if own else ()  # what the emitted field does not cover must arrive in content
     return roundtrip.verify(chat_template, response_template if response_template is not None else res.template, special_tokens,
-                            analysis=res.analysis, messages=messages, reasoning_field=reasoning_field)
+                            analysis=res.analysis, messages=messages, reasoning_field=reasoning_field, uncovered=uncovered)

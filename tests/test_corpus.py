@@ -22,7 +22,6 @@ UNRENDERABLE: dict[str, str] = {}
 # Verify must report exactly these as limits (a fix moves them out); every other case must pass.
 FORMAT_LIMITS = {
     ("ByteDance-Seed-OSS", "nested args"): "lists and objects are rendered as Python repr (['a', 'b c'], {'k': 1}); no content type reads Python literals",
-    ("LFM2.5-8B-A1B", "nested args"): "pythonic calls render nested lists/dicts and null as Python literals (None); no content type reads them",
     ("google-gemma-4-31B-it", "nested args"): "the JSON dialect writes null as Python None, which the json content type cannot read",
     ("google-gemma-4-31B-it-interleaved", "nested args"): "the JSON dialect writes null as Python None, which the json content type cannot read",
 }

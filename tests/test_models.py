@@ -24,7 +24,9 @@ def test_round_trip(path):
     report = verify(path.read_text(encoding="utf-8"))
     counts = report.counts()
     assert report.passed, json.dumps(report.to_dict(), indent=1, ensure_ascii=False)[:4000]
-    assert counts["pass"] >= 8  # content, awkward content, with and without history, in every mode
+    # content, awkward content, with and without history, in every mode; a limit is a case that round-trips
+    # without the argument values the analysis found unreadable (Python True/None in a Python-dict dialect)
+    assert counts["pass"] >= 4 and counts["pass"] + counts["limit"] >= 8
     if "reasoning_content" in path.read_text(encoding="utf-8"):
         assert report.per_field().get("reasoning") == "pass"
 

@@ -49,12 +49,13 @@ def test_nothing_emitted_fails_its_own_verify(outcomes):
             continue
         v = res.verdict
         statuses[name] = v["status"]
-        report = verify(src, res.template, TOKENS, analysis=res.analysis)
+        report = verify(src, res.template, TOKENS, analysis=res.analysis, uncovered=v.get("uncovered") or ())
         assert report.passed, (name, report.reason())
         kept = template_fields(res.template)
         assert not set(v["dropped"]) & kept, (name, v)
         if v["status"] == "degraded":
-            assert v["dropped"] and v["first_failure"], (name, v)
+            assert (v["dropped"] or v["uncovered"]) and v["first_failure"], (name, v)
+            assert not v["uncovered"] or v["tool_capabilities"]["single"] == "pass", (name, v)  # a field is kept only when single calls hold
             assert any(why.startswith("degraded: ") for why in res.warnings), name  # said once, in one line
         else:
             assert v["status"] == "full" and not v["dropped"] and all(x != "fail" for x in v["fields"].values()), (name, v)
@@ -129,3 +130,89 @@ def test_cli_serve_flags_fit_the_template(capsys):
     err = capsys.readouterr().err
     assert "--reasoning-parser response_template --tool-call-parser response_template" in err
     assert "although the template has no thinking field" in err
+
+
+def test_tool_capabilities_shape_on_a_full_verdict():
+    res = autoparser.infer_result((ROOT / "models" / "json-per-call.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["tool_capabilities"] == {"single": "pass", "parallel": "pass", "nested": "pass", "content_beside": "pass", "ids": "pass"}
+    plain = autoparser.infer_result((ROOT / "models" / "chatml-think.jinja").read_text(encoding="utf-8"))
+    assert set(plain.verdict["tool_capabilities"].values()) <= {"absent", "pass"}
+
+
+def test_a_field_that_holds_for_single_calls_is_kept_and_the_rest_arrives_in_content():
+    """A tool_calls field that reads single, parallel and content-beside calls but not a call with nested
+    arguments keeps its field: the nested call's text arrives in content (no call parsed from it), the
+    verdict names what is not covered, and verify judges the uncovered case that way."""
+    import copy
+
+    from autoparser.verify.verdict import describe, settle
+
+    src = (ROOT / "models" / "json-per-call.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    t = copy.deepcopy(res.template)
+    calls = t["fields"]["tool_calls"]
+    calls.pop("open")
+    calls["open_pattern"] = r"<\|act\|>(?=\s*\{\"name\": \"get_weather\")"  # reads only get_weather calls
+    t["fields"]["content"]["close_pattern"] = r"<\|eot\|>\s{0,64}"
+    kept, _, v = settle(src, None, res.analysis, t, "thinking")
+    assert kept == t and v["status"] == "degraded" and not v["dropped"] and v["uncovered"] == ["nested"]
+    assert v["tool_capabilities"] == {"single": "pass", "parallel": "pass", "nested": "fail", "content_beside": "pass", "ids": "pass"}
+    assert "not covered: nested arguments" in describe(v)
+    assert verify(src, t, analysis=res.analysis, uncovered=v["uncovered"]).passed
+    assert not verify(src, t, analysis=res.analysis).passed
+
+
+def test_an_uncovered_case_that_parses_a_call_forces_the_drop():
+    """Parallel calls read as one wrong call cannot be left to content: the field is dropped whole."""
+    import copy
+
+    from autoparser.verify.verdict import settle
+
+    src = (ROOT / "models" / "json-per-call.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    t = copy.deepcopy(res.template)
+    calls = t["fields"]["tool_calls"]
+    calls.pop("open")
+    calls["open_pattern"] = r"\A\s*<\|act\|>"  # only a call at the very start
+    calls["close_pattern"] = r"<\|eot\|>\s{0,64}"
+    t["fields"]["content"]["close_pattern"] = r"<\|eot\|>\s{0,64}"
+    kept, _, v = settle(src, None, res.analysis, t, "thinking")
+    assert "tool_calls" not in kept["fields"] and "tool_calls" in v["dropped"] and not v["uncovered"]
+    assert v["tool_capabilities"]["single"] == "fail"
+
+
+@pytest.mark.parametrize("name, why", [("history-only-calls", "render only in earlier turns"), ("flat-calls", "render only in the flat shape")])
+def test_calls_the_analysis_cannot_see_are_said(name, why):
+    """Calls rendered only in earlier turns, or only in the flat {"name", "arguments"} shape, are never
+    lost silently: the verdict drops tool_calls with the reason, and the warning says it."""
+    res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
+    v = res.verdict
+    assert v["status"] == "degraded" and v["dropped"] == ["tool_calls"] and why in v["first_failure"]
+    assert v["tool_capabilities"]["single"] == "fail"
+    assert any(why in w for w in res.warnings)
+
+
+def test_content_beside_a_run_of_calls_is_uncovered_and_the_field_kept():
+    """Calls with no marker are read only as a run at the reply's start: content before them is not
+    covered, so its case arrives in content, and the field stays for what it covers."""
+    from autoparser.verify.verdict import describe
+
+    for name in ("json-run-lines", "pythonic-semicolon"):
+        res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
+        v = res.verdict
+        assert "tool_calls" in res.template["fields"], name
+        assert v["status"] == "degraded" and v["uncovered"] == ["content_beside"] and not v["dropped"], (name, v)
+        assert v["tool_capabilities"]["single"] == v["tool_capabilities"]["parallel"] == "pass"
+        assert "not covered: content beside calls" in describe(v)
+
+
+def test_reasoning_switches_are_read_from_the_template():
+    from autoparser.analysis.probes import reasoning_switches
+
+    src = ("{% if reasoning_effort == 'high' %}H{% endif %}{% if thinking %}T{% endif %}{% if thinking_budget == 0 %}B{% endif %}"
+           "{% if thinking_mode in ['on', 'auto'] %}M{% endif %}"
+           "{% set think_local = 1 %}{{ think_local }}{{ messages }}")
+    modes = reasoning_switches(src)
+    assert {"reasoning_effort": "high"} in modes and {"thinking": True} in modes and {"thinking": False} in modes
+    assert {"thinking_mode": "auto"} in modes
+    assert not any("thinking_budget" in m or "think_local" in m for m in modes)  # a number is a budget; a set variable no switch

@@ -48,6 +48,12 @@ class Arguments:
     key_suffix: str = ""
     value_suffix: str = ""
     separator: str = ""
+    # pythonic: string values are written JSON-escaped in double quotes (``tojson``), so the json parser
+    # reads each value back; otherwise quoted values are taken as the text between the quotes
+    json_values: bool = False
+    # pythonic: strings written raw between single quotes and lists as Python repr (``['a', 'b c']``):
+    # each value is read by the json parser with ' as a string delimiter
+    python_values: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,9 @@ class Tools:
     # JSON_NATIVE: leading markers of call_start that open the content written with calls; the rest of
     # call_start follows that content (``<|python_start|>content<|python_end|>{call}``)
     content_opener: str = ""
+    # Calls the analysis cannot see at all (rendered only in earlier turns, or only in a call shape
+    # callers do not send): why, said by the verdict and its warning, never silently
+    unseen: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

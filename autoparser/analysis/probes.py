@@ -35,6 +35,71 @@ def probe_text(text: str) -> list[str]:
     return _PROBE_TEXT.findall(text)
 
 THINKING_MODES = ({}, {"enable_thinking": True}, {"enable_thinking": False})
+# Other names a template may read its reasoning switch under (``thinking``, ``enable_reasoning``,
+# ``reasoning_effort``, ``thinking_mode``…): any variable it reads, never sets, whose name says so.
+_SWITCH_NAME = re.compile(r"think|reason", re.I)
+MAX_SWITCH_MODES = 16
+
+
+def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
+    """Attribute chains the template spells starting at ``first`` (``x.context.body`` -> ("context",
+    "body")), longest first, from the parsed template (nothing runs)."""
+    import jinja2
+    from jinja2 import nodes
+
+    from ..render.sandbox import _GenerationTag
+
+    try:
+        ast = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"]).parse(source)
+    except Exception:  # noqa: BLE001 - the sandbox's compile reports a template that does not parse
+        return []
+    chains: list[tuple[str, ...]] = []
+    for node in ast.find_all(nodes.Getattr):
+        path, n = [], node
+        while isinstance(n, nodes.Getattr):
+            path.append(n.attr)
+            n = n.node
+        path.reverse()
+        if first in path:
+            chain_ = tuple(path[path.index(first):])
+            if len(chain_) > 1 and chain_ not in chains:
+                chains.append(chain_)
+    return sorted(chains, key=len, reverse=True)
+
+
+def reasoning_switches(source: str) -> list[dict]:
+    """Modes for the reasoning switches a template reads other than ``enable_thinking``: each variable
+    read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
+    thinking or reasoning, set to True, False and every string the template compares it with
+    (``reasoning_effort == 'high'``). Parsing runs no template code."""
+    import jinja2
+    import jinja2.meta
+    from jinja2 import nodes
+
+    from ..render.sandbox import _GenerationTag
+
+    try:
+        env = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"])
+        ast = env.parse(source)
+        names = sorted(n for n in jinja2.meta.find_undeclared_variables(ast)
+                       if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
+    except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
+        return []
+    modes: list[dict] = []
+    for name in names:
+        consts = []
+        for cmp in ast.find_all(nodes.Compare):
+            operands = [cmp.expr] + [o.expr for o in cmp.ops]
+            if any(isinstance(o, nodes.Name) and o.name == name for o in operands):
+                consts += [o.value for o in operands if isinstance(o, nodes.Const)]
+                consts += [i.value for o in operands if isinstance(o, (nodes.List, nodes.Tuple)) for i in o.items if isinstance(i, nodes.Const)]
+                consts += [i for o in operands if isinstance(o, nodes.Const) and isinstance(o.value, (list, tuple)) for i in o.value]  # folded
+        consts = [v for v in consts if not isinstance(v, (list, tuple))]
+        if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
+            continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
+        modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
+    return modes[:MAX_SWITCH_MODES]
+
 
 
 def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
@@ -196,6 +261,10 @@ class Prober:
         self._reads: dict[str, bool] = {}
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
+        # A template that reads a message's text under a nested key (``message.context.body``) instead of
+        # ``content`` gets each message's text there too (``_pick_content_path``).
+        self.content_path: tuple[str, ...] = ()
+        self._pick_content_path()
         # A template reads a message's reasoning by a key it spells (``message.reasoning_content``,
         # ``'thinking' in message``); one that spells none cannot render it, so no probe asks.
         self.reads_reasoning = any(k in renderer.source for k in REASONING_KEYS)
@@ -282,6 +351,28 @@ class Prober:
             except TemplateError:
                 pass
 
+    def _pick_content_path(self) -> None:
+        """A template that raises on a plain user message because it reads a key messages do not have
+        (``'dict object' has no attribute 'context'``) may read the text under that key: every attribute
+        chain the template spells from it (``context.body``), read off the parsed template (nothing runs),
+        is tried with the text there; the first that renders it is kept."""
+        msgs = [{"role": "user", "content": USER}]
+        try:
+            self._render(msgs, tools=TOOLS, add_generation_prompt=True)
+            return
+        except TemplateError as e:
+            m = re.search(r"'dict object' has no attribute '(\w+)'", e.message)
+        if not m:
+            return
+        for path in _attribute_chains(self.r.source, m.group(1)):
+            self.content_path = path
+            try:
+                if USER in self._render(self._adapt(msgs, self.style), tools=TOOLS, add_generation_prompt=True):
+                    return
+            except TemplateError:
+                pass
+        self.content_path = ()
+
     # -- rendering -----------------------------------------------------------------------------------
     def _adapt(self, msgs: list[dict], style: Style) -> list[dict]:
         out = []
@@ -304,6 +395,11 @@ class Prober:
                 m = {**{k: v for k, v in m.items() if k != "reasoning_content"}, "content": [{"type": "thinking", "thinking": m["reasoning_content"]}] + text}
             elif style.text_chunks and isinstance(m.get("content"), str):
                 m = {**m, "content": [{"type": "text", "text": m["content"]}]}
+            if self.content_path and isinstance(m.get("content"), str):
+                nested: object = m["content"]
+                for key in reversed(self.content_path):
+                    nested = {key: nested}
+                m = {**m, **nested}
             out.append(m)
         return out
 
@@ -344,6 +440,18 @@ class Prober:
         for mode in THINKING_MODES:
             p = self.try_render([{"role": "user", "content": USER}], gen=True, mode=mode)
             if p is not None and p not in seen:
+                seen[p] = mode
+        # Another switch counts only when it changes what the prompt prefills after the user turn (a
+        # thinking prefill), not only the system text (``Reasoning: high``) or earlier turns.
+        # It must also stay a prefill: at most two markers past what the default prompt ends with (an
+        # opener, an empty block), not a whole extra turn (``<|think|><|end|><|begin|>assistant``).
+        tails = {p[p.rfind(USER):] for p in seen}
+        default = next(iter(seen))[next(iter(seen)).rfind(USER):] if seen else ""
+        for mode in reasoning_switches(self.r.source) if seen else ():
+            p = self.try_render([{"role": "user", "content": USER}], gen=True, mode=mode)
+            tail = p[p.rfind(USER):] if p is not None else None
+            if tail is not None and tail not in tails and len(MARKER.findall(tail[prefix_len(default, tail):])) <= 2:
+                tails.add(tail)
                 seen[p] = mode
         return list(seen.values()) or [{}]
 

@@ -10,7 +10,7 @@ from itertools import combinations
 
 import regex as re
 
-from .diff import MARKER, Diff, diff, leading_markers, markers, trailing_markers
+from .diff import MARKER, Diff, diff, leading_markers, markers, prefix_len, trailing_markers
 from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
 from .model import Reasoning
 
@@ -46,6 +46,23 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     return start, end, full_end
 
 
+def _blank_line_end(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
+    """Reasoning ended by whitespace alone: a line holding only spaces (``reasoning\n \n\ncontent``,
+    a template whose tags were lost). Found when reasoning renders right at the start of the reply,
+    before exactly the text a content-only reply has, and that text opens with such a run: the run is
+    the end (DELIMITER). A run of bare newlines is a paragraph break, never taken."""
+    for mode in pr.modes:
+        base = pr.generation(assistant(), mode)
+        withr = pr.generation(assistant(reasoning=REASON), mode)
+        if not (base and withr and base.exact and withr.exact and withr.text == REASON + base.text):
+            continue
+        run = base.text[: len(base.text) - len(base.text.lstrip())]
+        if run.count("\n") >= 2 and re.search(r"\n[ \t]+\n", run):
+            log.append(f"R1 [{_m(mode)}] reasoning ends at a line of only spaces: {run!r}")
+            return "", run, run
+    return None
+
+
 def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
     """Reasoning that history never renders but the thinking switch shows: one mode's generation
     prompt opens the block and another opens and closes it (``<think>`` vs ``<think></think>``)."""
@@ -71,16 +88,68 @@ def _closer_by_split(pr: Prober, start: str, log: list[str]) -> str:
     """The end of a block whose opener only the prompt shows. Some templates cut reasoning out of
     history by splitting content on the end marker: a content ``REASON<end>CONTENT`` that renders
     without REASON confirms the candidate, the opener's closing form (``<x>``/``</x>``, ``[X]``/``[/X]``)."""
-    m = re.fullmatch(r"<(\w[\w:.\-]*)>|\[(\w+)\]", start)
-    if not m:
+    cand = _closing_form(start)
+    if not cand:
         return ""
-    cand = f"</{m.group(1)}>" if m.group(1) else f"[/{m.group(2)}]"
     msg = assistant(REASON + cand + CONTENT)
     g = pr.generation(msg, pr.modes[0])
     mid = pr.try_render([{"role": "user", "content": USER}, msg, {"role": "user", "content": USER2}], mode=pr.modes[0])
     ok = any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid))
     log.append(f"R2 end of {start!r} by content split on {cand!r}: {'confirmed' if ok else 'no'}")
     return cand if ok else ""
+
+
+def _closing_form(start: str) -> str:
+    m = re.fullmatch(r"<(\w[\w:.\-]*)>|\[(\w+)\]", start)
+    if not m:
+        return ""
+    return f"</{m.group(1)}>" if m.group(1) else f"[/{m.group(2)}]"
+
+
+def _without_shared_head(prefills: dict[str, str], log: list[str]) -> dict[str, str]:
+    """Prefills with the leading markers every mode's prefill shares taken off: when history renders
+    the turn header differently, each prefill starts with the header (``<｜Assistant｜><think>`` vs
+    ``<｜Assistant｜></think>``), which is the turn's, not reasoning's."""
+    pres = [p for p in prefills.values() if p.strip()]
+    if len(pres) < 2 or len(prefills) != len(pres) or len(set(pres)) < 2:
+        return prefills
+    k = prefix_len(pres[0], pres[1]) if len(pres) == 2 else min(prefix_len(pres[0], p) for p in pres[1:])
+    head = pres[0][:k]
+    ms = markers(head)
+    if not ms:
+        return prefills
+    cut = head.rfind(ms[-1]) + len(ms[-1])
+    cut += len(head[cut:]) - len(head[cut:].lstrip())
+    if any(not p[cut:].strip() for p in pres):
+        return prefills
+    log.append(f"R2 every prefill starts with {pres[0][:cut]!r}: the turn's header, left out")
+    return {k_: p[cut:] for k_, p in prefills.items()}
+
+
+def _open_close_pair(prefills: dict[str, str]) -> tuple[str, str] | None:
+    """(opener, closer) when one mode's prefill is a single marker and another's is its closing form."""
+    singles = {p.strip() for p in prefills.values() if p.strip() and markers(p) == [p.strip()]}
+    for s in singles:
+        if (c := _closing_form(s)) and c in singles:
+            return s, c
+    return None
+
+
+def _open_close_prompts(prompts: dict[str, str]) -> tuple[str, str] | None:
+    """(opener, closer) when one mode's prompt ends with a marker and another's ends, at the same
+    place, with its closing form (``<|Assistant|><think>`` vs ``<|Assistant|></think>``), history
+    writing the closer either way."""
+    tails = {}
+    for p in prompts.values():
+        p = p[p.rfind(USER):].rstrip()
+        ms = markers(trailing_markers(p))
+        if ms:
+            tails[ms[-1]] = p[: len(p) - len(ms[-1])]
+    for s, head in tails.items():
+        c = _closing_form(s)
+        if c and c in tails and tails[c] == head:
+            return s, c
+    return None
 
 
 def _prefill(pr: Prober, mode: dict) -> str:
@@ -115,6 +184,8 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
                     break
     if not found:
         found = _toggle(pr, log)
+    if not (found and any(found)) and pr.reads_reasoning:
+        found = _blank_line_end(pr, log) or found
     start, end, full_end = found if found else ("", "", "")
     # R2: what the thinking modes' generation prompts prefill.
     prefills = {_m(m): _prefill(pr, m) for m in pr.modes}
@@ -124,7 +195,14 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
         if g:
             prompts[_m(m)] = g.prompt
     log.append(f"R2 prefills by mode: {prefills}")
+    prefills = _without_shared_head(prefills, log)
     forced_open = forced_closed = False
+    pair = _open_close_pair(prefills) or _open_close_prompts(prompts)
+    if pair and (not start or start == pair[0]) and (not end or end == pair[1]):
+        # One mode prefills the opener, another its closing form (a ``thinking`` switch: ``<think>`` vs
+        # ``</think>``): the model writes reasoning after the first, content after the second.
+        start, end, forced_open = pair[0], pair[1], True
+        log.append(f"R2 one mode opens {start!r}, another closes with {end!r}")
     for name, pre in prefills.items():
         ms = markers(pre)
         if not ms and pre.strip():

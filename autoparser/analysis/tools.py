@@ -16,7 +16,8 @@ import regex as re
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
 from .diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len
-from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, USER, VAL_A, VAL_B, Prober, assistant, call
+from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
+from ..errors import TemplateError
 from .model import Arguments, Content, Reasoning, Tools, Turn
 
 ID = "\x00ID\x00"  # placeholder for call ids while comparing the two calls
@@ -129,7 +130,12 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
         if _find_path(value, FN_A) is not None:
             t = _json_native(one, two, start, end, value, turn, log)
             return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
+    t = _repr_json_native(pr, r, one, two, turn, log)
+    if t is not None:
+        return t
     t = _pythonic(one, two, turn, log) or _tagged(one, two, turn, log)
+    if t.family == "pythonic":
+        t = _pythonic_json_values(pr, r, t, log)
     t = _header_id(pr, one, t, log)
     return _python_literals(pr, r, t, log)
 
@@ -143,13 +149,53 @@ def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:
     if text and r.end and r.end in text and text.find(r.end) < text.find(VAL_A):
         text = text[text.find(r.end) + len(r.end) :]
     ms = markers(text or "")
+    if text and VAL_A in text and not ms:
+        log.append(f"T1 calls rendered with neither their names nor a marker: {text!r}; {BARE_VALUES}")
+        return Tools(unseen=(BARE_VALUES,))
     if not text or not ms or not text.lstrip().startswith(ms[0]):
-        log.append("T1 no tool calls rendered -> NONE")
-        return Tools()
+        unseen = _unseen_calls(pr, log)
+        if not unseen:
+            log.append("T1 no tool calls rendered -> NONE")
+        return Tools(unseen=unseen)
     end = ms[-1] if len(ms) > 1 and text.rstrip().endswith(ms[-1]) else ""
     why = "tool calls are rendered without the function name (the call header carries only the call id): they cannot be parsed back and are dropped from the message"
     log.append(f"T1 calls rendered without their names: {text!r} -> section {ms[0]!r}…{end!r}; {why}")
     return Tools(format="TAG_WITH_JSON", family="nameless", section_start=ms[0], section_end=end, uncovered=(why,))
+
+
+BARE_VALUES = "tool calls render only their argument values, with neither the function name nor a marker: they cannot be parsed back and arrive as content"
+HISTORY_ONLY = "tool calls render only in earlier turns (the last assistant turn drops them), so their format cannot be read from a reply: calls a model writes arrive as content"
+FLAT_ONLY = ("tool calls render only in the flat shape {\"name\", \"arguments\"} (no \"function\" key), which callers do not send: "
+             "the template drops standard calls, and calls a model writes arrive as content")
+
+
+def _unseen_calls(pr: Prober, log: list[str]) -> tuple[str, ...]:
+    """Why a template that renders no call in the last turn still renders calls somewhere: in an
+    earlier turn (a call, its result, then another user turn), or only when the call is written flat
+    (``{"name", "arguments"}`` without ``function``). Either way the analysis cannot read the format
+    from a reply, and says so. A call counts as rendered when its name and argument value appear more
+    often than in the same conversation with a content-only turn (the system prompt lists the tools)."""
+    flat = {"id": ID_A, "type": "function", "name": FN_A, "arguments": {ARG_A: VAL_A}}
+
+    def convo(turn: dict, earlier: bool) -> list[dict]:
+        head = [{"role": "user", "content": USER}, turn]
+        return head + [{"role": "tool", "tool_call_id": ID_A, "name": FN_A, "content": RESULT}, {"role": "user", "content": USER2}] if earlier else head
+
+    def rendered(c: dict, earlier: bool) -> bool:
+        try:
+            with_call = pr._render(convo({"role": "assistant", "content": None, "tool_calls": [c]}, earlier), tools=TOOLS)
+            base = pr._render(convo({"role": "assistant", "content": CONTENT}, earlier), tools=TOOLS)
+        except TemplateError:
+            return False
+        return with_call.count(FN_A) > base.count(FN_A) and VAL_A in with_call
+
+    if rendered(call(), True):
+        log.append(f"T1 calls render only in earlier turns: {HISTORY_ONLY}")
+        return (HISTORY_ONLY,)
+    if rendered(flat, False) or rendered(flat, True):
+        log.append(f"T1 calls render only flat: {FLAT_ONLY}")
+        return (FLAT_ONLY,)
+    return ()
 
 
 def _call_lead(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
@@ -277,6 +323,20 @@ def _pythonic(one, two, turn, log) -> Tools | None:
     return t
 
 
+def _pythonic_json_values(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """Pythonic values written with ``tojson``: a string holding a quote and a newline comes out
+    ``"a \\"b\\"\\nc"`` (JSON escapes in double quotes) and a list as ``["x"]``. Then every value is JSON
+    and the json parser reads it back, escapes and nesting included."""
+    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: 'a "b"\nc', ARG_B: [VAL_B]})]), r) or ""
+    if '"a \\"b\\"\\nc"' in text and f'["{VAL_B}"]' in text:
+        log.append("A1 pythonic values are JSON (strings JSON-escaped in double quotes): the json parser reads them")
+        return dataclasses.replace(t, arguments=dataclasses.replace(t.arguments, json_values=True))
+    if "'a \"b\"\nc'" in text and f"['{VAL_B}']" in text:
+        log.append("A1 pythonic values are Python literals (raw strings in single quotes, lists as repr): the json parser reads them with ' as a string delimiter")
+        return dataclasses.replace(t, arguments=dataclasses.replace(t.arguments, python_values=True))
+    return t
+
+
 def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
     """Templates that print values with ``{{ value }}`` write Python literals: a list as ``['a']``, an
     object as ``{'k': 'a'}`` (no json decoder reads them; a tagged or pythonic value comes back as that
@@ -288,18 +348,99 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     args = {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
-    if f"['{VAL_B}']" in text:
+    # A dialect with ' string delimiters reads ['a'] and {'k': 'a'}.
+    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.python_values
+    if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
-    if f"{{'k': '{VAL_A}'}}" in text:
+    if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
         found["object"] = "object arguments are rendered as Python repr ({'k': 'a'}), which no json decoder reads; they come back as strings"
     k = text.find(ARG_A)
     if json_dialect and k >= 0 and re.match(r"\W{0,3}None\b", text[k + len(ARG_A) :]):
         found["null"] = "null arguments are rendered as Python None, which the json parser rejects"
+    if py_dict and json_dialect:  # a Python dict: its True and escapes too
+        text2 = _after_reasoning(_tool_text(pr, [call(args={ARG_A: True, ARG_B: "x\ny"})]), r) or ""
+        if re.search(rf"{ARG_A}\W{{0,3}}True\b", text2):
+            found["boolean"] = REPR_UNREADABLE["boolean"]
+        if "'x\\ny'" in text2:
+            found["escaped"] = REPR_UNREADABLE["escaped"]
     for f in found.values():
         log.append(f"A2 {f}")
     if not found:
         return t
     return dataclasses.replace(t, uncovered=t.uncovered + tuple(found.values()), unreadable=tuple(found.items()))
+
+
+# ------------------------------------------------------------------------------- Python repr arguments
+_SQ = re.compile(r"'([^'\\\n]*)'")
+
+
+def _requote(text: str) -> str:
+    """Single-quoted strings written with double quotes (same length, so positions hold): a call
+    object whose arguments a template prints as a Python dict (``{{ arguments }}``) reads as JSON."""
+    return _SQ.sub(lambda m: '"' + m.group(1) + '"', text)
+
+
+REPR_UNREADABLE = {
+    "boolean": "boolean arguments are rendered as Python True/False, which the json parser rejects",
+    "null": "null arguments are rendered as Python None, which the json parser rejects",
+    "escaped": "string arguments with quotes, backslashes or control characters are rendered with Python escapes, which come back escaped",
+}
+
+
+def _repr_json_native(pr: Prober, r: Reasoning, one: str, two: str | None, turn: Turn, log: list[str]) -> Tools | None:
+    """A JSON call object whose arguments the template prints as a Python dict
+    (``{"arguments": {'a': 'x'}, "name": "f"}``): strings in single quotes, which the json parser reads
+    as ``string_delims``. Python's True, False and None, and strings it writes with escapes, no json
+    parser reads back: found by rendering one of each, they are ``Tools.unreadable``."""
+    html = _html_json_native(pr, r, one, two, turn, log)
+    if html is not None or "'" not in one:
+        return html
+    q1, q2 = _requote(one), _requote(two) if two else two
+    for start, end, value in _json_values(q1):
+        if _find_path(value, FN_A) is None or _find_path(value, {ARG_A: VAL_A}) is None:
+            continue
+        if _requote(one[start:end]) == one[start:end]:
+            return None  # plain JSON: not this family
+        t = _json_native(q1, q2, start, end, value, turn, log)
+        t = dataclasses.replace(t, family="json-repr-args", arguments=Arguments(kind="json", string_delims=(("'", "'"),)))
+        args = {ARG_A: True, ARG_B: None, ARG_C: "x\ny"}
+        text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
+        found = {}
+        if re.search(rf"{ARG_A}\W{{0,3}}True\b", text):
+            found["boolean"] = REPR_UNREADABLE["boolean"]
+        if re.search(rf"{ARG_B}\W{{0,3}}None\b", text):
+            found["null"] = REPR_UNREADABLE["null"]
+        if "'x\\ny'" in text:
+            found["escaped"] = REPR_UNREADABLE["escaped"]
+        log.append(f"A1 arguments are a Python dict inside a JSON call object: string_delims ' '; unreadable {sorted(found)}")
+        t = dataclasses.replace(t, uncovered=t.uncovered + tuple(found.values()), unreadable=tuple(found.items()))
+        return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
+    return None
+
+
+HTML_QUOTE = "&#34;"
+HTML_UNREADABLE = "string arguments holding & < > or quotes are rendered HTML-escaped (&amp;lt; …), which come back escaped"
+
+
+def _html_json_native(pr: Prober, r: Reasoning, one: str, two: str | None, turn: Turn, log: list[str]) -> Tools | None:
+    """A call object whose arguments the template HTML-escapes (``{{ arguments | tojson | e }}``):
+    ``{&#34;a&#34;: &#34;x&#34;}``. The json parser reads ``&#34;`` as a string delimiter; strings
+    holding characters HTML escapes (``& < > " '``) come back escaped (``Tools.unreadable``: html)."""
+    if HTML_QUOTE not in one:
+        return None
+    q1, q2 = one.replace(HTML_QUOTE, '"'), two.replace(HTML_QUOTE, '"') if two else two
+    for start, end, value in _json_values(q1):
+        if _find_path(value, FN_A) is None or _find_path(value, {ARG_A: VAL_A}) is None:
+            continue
+        tail = len(q1) - end
+        if HTML_QUOTE in one[:start] or HTML_QUOTE in one[len(one) - tail:]:
+            return None  # the markers around the call are escaped too: not this family
+        t = _json_native(q1, q2, start, end, value, turn, log)
+        t = dataclasses.replace(t, family="json-html-args", arguments=Arguments(kind="json", string_delims=((HTML_QUOTE, HTML_QUOTE),)),
+                                uncovered=t.uncovered + (HTML_UNREADABLE,), unreadable=(("html", HTML_UNREADABLE),))
+        log.append(f"A1 arguments are HTML-escaped JSON inside a JSON call object: string_delims {HTML_QUOTE}")
+        return _content_opener(pr, r, _call_lead(pr, r, t, log), log)
+    return None
 
 
 # --------------------------------------------------------------------------------------------- JSON
@@ -334,7 +475,9 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
                 # One opener, then the calls back to back: each call ends where the separator and the
                 # next call object begin (``<|python_start|>{…}{…}``).
                 sep = between
-                shared = bool(call_start.strip())
+                # With no opener at all, calls separated by text (``{…};{…}``, one per line) are a run
+                # from the start of the reply, read the same way.
+                shared = bool(call_start.strip()) or bool(between)
                 # Read as ``{"name": "<name>", "arguments": <args>}``: only objects of those two keys, in
                 # that order, are split this way.
                 if shared and not (isinstance(element, dict) and list(element) == [name_path[0], args_path[0]] if name_path and args_path and len(name_path) == len(args_path) == 1 else False):
@@ -408,6 +551,8 @@ def _json_dialect(text: str, name_at: int) -> dict | None:
     args: dict = {}
     if before_key.rstrip().endswith("{") and colon.lstrip().startswith(":"):
         args["unquoted_keys"] = True
+    elif before_key.endswith("'") and colon.startswith("'"):
+        args["string_delims"] = [["'", "'"]]  # a Python dict: keys and strings in single quotes
     elif not (before_key.endswith('"') and colon.startswith('"')):
         return None
     opener = colon.split(":", 1)[1].strip() if ":" in colon else ""

@@ -74,6 +74,8 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     prefix = "" if t.array_wrapped else "content."
     dotted = lambda path: "{" + prefix + ".".join(path) + "}"  # noqa: E731
     transform = _call_transform(dotted(t.name_path), dotted(t.args_path), dotted(t.id_path) if t.id_path else None)
+    if t.shared_start and not start:
+        return _bare_json_run(t, ends, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
     field: dict = {}
@@ -126,6 +128,32 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     warnings = [f"calls share one opener; each is read as {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} in that key order"]
     if "," in t.call_separator:
         warnings.append(f"calls are split where '}}{t.call_separator}{{\"{t.name_path[0]}\":' follows, which an argument array of objects can also hold")
+    return field, warnings
+
+
+def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
+    r"""Calls with no marker written one after another with a separator (``{…};{…}``, one per line):
+    as ``_json_run``, each call opens on its object's head, the first at the very start of the reply
+    (or right after the reasoning), a later one only after the previous object and the separator when
+    everything before it is such objects (a lookbehind to the start, run last), so a JSON object in
+    prose stays content. The separator is consumed by the close."""
+    name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
+    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
+    raw = t.call_separator
+    sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else "")
+    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
+    starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
+    first = "(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*"
+    finals = [esc(e) for e in ends] + [r"\Z"]
+    field = {
+        "open_pattern": rf"(?:{first}|(?<=\}}{sep})(?<={first}(?:{obj}{sep})+)){head}",
+        "close_pattern": rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*(?=" + "|".join(finals) + ")",
+        "repeats": True,
+        "content": "json",
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    warnings = [f"tool calls have no marker: a run of calls {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} is recognised only at the very start of the reply"
+                + (" or right after the reasoning" if reasoning_end else "")]
     return field, warnings
 
 
@@ -207,6 +235,47 @@ _NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}
 _PY_VALUE = rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
 
 
+# Each value whole, quotes included, for values a template writes as JSON (``tojson``): the json parser
+# reads strings with their escapes, lists and dicts; True/None and other bare words come back as text,
+# which ``tools=`` casts by the schema.
+_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST.replace('(?P<nest>', '(?P<n2>').replace('(?&nest)', '(?&n2)')}|[^,\s()\[\]{{}}'\"]+"
+PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
+# Raw strings in single quotes (their text kept exactly) and lists/dicts in Python quoting.
+PY_LITERAL_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}
+
+
+def _pythonic_args(t: Tools) -> dict:
+    """The xml-inline arguments of a pythonic call. Values a template writes as JSON (``tojson``) are
+    matched whole and read by the json parser (escapes, nesting); others are the text between the
+    quotes, or the bare literal, as written (``tools=`` casts them by the schema)."""
+    key = rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}"
+    if t.arguments.json_values:
+        return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL})", "value_parser": PY_VALUE_PARSER}
+    if t.arguments.python_values:
+        # A double-quoted string is taken between its quotes as written (a model's "a\nb" stays so, as
+        # llama.cpp reads it); single-quoted strings, lists and dicts whole.
+        nest = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")
+        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{nest}|[^,\s()\[\]{{}}'\"]+)"
+        return {"tag_pattern": rf"{key}(?:{value})", "value_parser": PY_LITERAL_PARSER}
+    return {"tag_pattern": rf"{key}(?:{_PY_VALUE})"}
+
+
+def _bare_pythonic_open(t: Tools, name: str, close: str) -> tuple[str, str]:
+    """(open pattern, separator pattern) for pythonic calls with no section marker, written one after
+    another (``f(a=1); g(b=2)``, one per line): the first at the very start of the reply, a later one
+    after the previous call's ``)`` and the separator, and only when everything before it is calls
+    (a lookbehind to the start, run last), so ``see f(x); g(y)`` in prose stays content."""
+    raw = t.call_separator
+    sep = _flex(raw) if raw.strip() else (r"\s+" if raw else r"\s*,\s*")
+    bare = r"[A-Za-z_][\w.\-]*" + re.escape(t.name_suffix)
+    paren = rf"(?P<pc>\((?:[^()'\"]|{_Q1}|{_Q2}|(?&pc))*\))"
+    call = r"[A-Za-z_][\w.\-]*" + paren if t.name_suffix == "(" and t.call_end == ")" else None
+    if call is None:
+        return r"\A\s*" + name, sep
+    run = rf"(?<=\A\s*(?:{call}{sep})+{bare})"
+    return rf"(?:\A\s*{name}|(?<={close}){sep}{name}{run})", sep
+
+
 def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     """``[f(a='x'), g(b=1)]``: one region per call. A later call opens at the separator only inside
     an open section (a variable-length lookbehind to the section start), so ``f(x), g(y)`` in plain
@@ -215,7 +284,7 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     The lookbehind scans back to the section start, so it runs last: after the previous call's ``)``
     and the next ``name(`` matched (a call closes only there). Run at every separator, it made
     parsing quadratic in prose (0.01 MB/s on 25 KB with commas)."""
-    warnings = ["pythonic argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
+    warnings = ["pythonic True/False/None come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
     name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
     sec, sec_end = t.section_start.strip(), t.section_end.strip()
     sep = _flex(t.call_separator) if t.call_separator.strip() else r"\s*,\s*"
@@ -224,15 +293,15 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
         open_pattern = rf"(?:{_flex(sec)}\s*{name}|(?<={close}){sep}{name}{inside})"
     else:
-        open_pattern = r"\A\s*" + name
-        warnings.append("pythonic tool calls have no section marker: a call is recognised only at the very start of the reply")
+        open_pattern, sep = _bare_pythonic_open(t, name, close)
+        warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
     tail = rf"\s*{_flex(sec_end)}\s*" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": open_pattern,
         "close_pattern": rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})|{close}{tail}",
         "repeats": True,
         "content": "xml-inline",
-        "content_args": {"tag_pattern": rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}(?:{_PY_VALUE})"},
+        "content_args": _pythonic_args(t),
         "transform": _call_transform("{name}", "{content}", None),
     }
     return field, warnings
@@ -246,6 +315,45 @@ def dropped_section(t: Tools) -> str | None:
     return esc(t.section_start) + r"[\s\S]*?(?:" + (esc(t.section_end) + r"\s*|" if t.section_end else "") + r"\Z)"
 
 
+def _repr_args(t: Tools, field: dict) -> dict:
+    """JSON call objects whose arguments are a Python dict (``family == "json-repr-args"``): the json
+    parser reads its single-quoted strings as ``string_delims``."""
+    if t.arguments.string_delims and field.get("content") == "json":
+        field = {**field, "content_args": {**field.get("content_args", {}), "string_delims": [list(p) for p in t.arguments.string_delims]}}
+        order = ["open", "open_pattern", "close", "close_pattern", "repeats", "content", "content_args", "transform_each", "transform"]
+        field = {k: field[k] for k in order if k in field} | {k: v for k, v in field.items() if k not in order}
+    return field
+
+
+def _separated_in_section(t: Tools) -> bool:
+    """Named calls with JSON arguments inside one section, with no per-call marker, separated by text
+    (``<tool_call>f{…};g{…}</tool_call>``)."""
+    return (t.format == "TAG_WITH_JSON" and t.arguments.kind == "json" and not t.arguments.string_delims and not t.arguments.unquoted_keys
+            and bool(t.section_start.strip()) and not t.call_start.strip() and not t.call_end.strip() and bool(t.call_separator.strip())
+            and not t.id_in_header and not t.index_in_header)
+
+
+def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""``<tool_call>f{…};g{…}</tool_call>``: each call is ``name`` + its JSON object. A call closes
+    (zero-width) after its object's ``}`` where the separator and the next name follow, or at the
+    section end; a later call opens on the separator only inside an open section (a lookbehind to the
+    section start, run last), so the separator in prose stays content."""
+    sec, sec_end = _flex(t.section_start.strip()), _flex(t.section_end.strip()) if t.section_end.strip() else ""
+    sep = r"\s*" + _flex(t.call_separator.strip()) + r"\s*"
+    suffix = re.escape(t.name_suffix)
+    name = r"(?P<name>[\w.\-/]+)" + suffix
+    inside = rf"(?<={sec}(?:(?!{sec_end or sec})[\s\S])*?)"
+    looks = [rf"(?<=\}})(?={sep}[\w.\-/]+{suffix}\s*\{{)"] + ([rf"(?={sec_end})"] if sec_end else []) + [re.escape(e) for e in ends]
+    field = {
+        "open_pattern": rf"(?:{sec}\s*{name}|(?<=\}}){sep}{name}{inside})",
+        "close_pattern": "|".join(looks),
+        "repeats": True,
+        "content": "json",
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    return field, [f"calls in one section are split where '}}{t.call_separator.strip()}name{{' follows, which an argument string can also hold"]
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
@@ -254,8 +362,11 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         return None, warnings
     if t.format == "JSON_NATIVE":
         field, w = _json_native(t, ends, a.reasoning.end if a.reasoning.mode != "NONE" else "")
+        field = _repr_args(t, field)
     elif t.arguments.kind == "pythonic":
         field, w = _pythonic(t, ends)
+    elif _separated_in_section(t):
+        field, w = _tagged_separated(t, ends)
     else:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []

@@ -9,7 +9,10 @@ The verdict is a plain dict (it goes into JSON files, the cache and across proce
 ``status`` full | degraded | refused; ``fields``: content, reasoning, tool_calls, ids -> pass | limit | fail
 | absent (absent: the complete template does not parse it or no probe message carries it); ``dropped``:
 the fields the emitted template lacks; ``first_failure``: the complete template's first diverging case;
-``reason``: why it was refused; ``counts`` and ``limits`` of the emitted template's verification.
+``reason``: why it was refused; ``counts`` and ``limits`` of the emitted template's verification;
+``tool_capabilities``: single, parallel, nested, content_beside, ids -> pass | fail | absent (what the
+emitted tool_calls field covers; fail: rendered but not covered, its text arrives in content);
+``uncovered``: the failing capabilities of a tool_calls field that is kept.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from ..errors import VerificationError
 from . import realistic
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
+CAPABILITY_WORDS = {"single": "single calls", "parallel": "parallel calls", "nested": "nested arguments",
+                    "content_beside": "content beside calls", "ids": "call ids"}
 SPILL = {"tool_calls": "tool-call text arrives as content", "reasoning": "reasoning text arrives as content"}
 
 
@@ -59,24 +64,43 @@ def _attempts(failing: set[str], present: frozenset[str]) -> list[set[str]]:
 
 def settle(chat_template: str, special_tokens: dict | None, a: Analysis, template: dict, reasoning_field: str) -> tuple[dict, list[str], dict]:
     """(template, its emit warnings or None to keep the caller's, verdict) for the first field set that
-    verifies (the caller says ``describe(verdict)`` when it is degraded). Raises ``VerificationError`` (carrying the verdict) when none does."""
-    from .roundtrip import template_fields, verify
+    verifies (the caller says ``describe(verdict)`` when it is degraded). Raises ``VerificationError`` (carrying the verdict) when none does.
+
+    Tool calls are judged by capability: when single calls round-trip but parallel calls (say) do not,
+    the field is kept if the uncovered cases' text arrives in content with no call parsed from it;
+    the field is dropped whole only when that fails or no capability holds."""
+    from .roundtrip import capabilities, template_fields, verify
 
     report = verify(chat_template, template, special_tokens, analysis=a, reasoning_field=reasoning_field)
     per = report.per_field()
     fields = {f: per.get(f, "absent") for f in FIELDS}
-    verdict = {"status": "full", "fields": fields, "dropped": [], "first_failure": report.first_line(), "reason": None,
-               "counts": report.counts(), "limits": report.limits()}
+    verdict = {"status": "full", "fields": fields, "dropped": [], "uncovered": [], "first_failure": report.first_line(), "reason": None,
+               "counts": report.counts(), "limits": report.limits(), "tool_capabilities": capabilities(report)}
     if report.passed:
+        _unseen(a, verdict)
         unparsed = _unparsed(report)
         if unparsed:  # rendered, but the analysis emitted no field for it: say so, as for a field left out
             fields.update(dict.fromkeys(unparsed, "fail"))
             verdict.update(status="degraded", dropped=unparsed,
                            first_failure=f"the template renders {', '.join(unparsed)} that the analysis could not read")
+            if "tool_calls" in unparsed:
+                verdict["tool_capabilities"] = _all_fail(verdict["tool_capabilities"], report)
         _realistic(verdict, report, template, a, reasoning_field)
         return template, None, verdict
     last = report
     if report.first_failure() is not None:
+        partial = _partial(chat_template, special_tokens, a, template, report, reasoning_field)
+        if partial is not None:
+            reduced, caps = partial
+            uncovered = [k for k, v in caps.items() if v == "fail"]
+            verdict.update(status="degraded", uncovered=uncovered, counts=reduced.counts(), limits=reduced.limits(), tool_capabilities=caps)
+            fields.update({f: v for f, v in reduced.per_field().items() if f in fields})
+            fields["tool_calls"] = "pass"
+            if "ids" in uncovered:
+                fields["ids"] = "fail"
+            _unseen(a, verdict)
+            _realistic(verdict, reduced, template, a, reasoning_field, set(uncovered))
+            return template, None, verdict
         for drop in _attempts({f for f, v in per.items() if v == "fail"}, template_fields(template, reasoning_field)):
             try:
                 reduced, warnings = emit(without(a, drop), reasoning_field)
@@ -85,7 +109,13 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
             last = verify(chat_template, reduced, special_tokens, analysis=a, reasoning_field=reasoning_field)
             if last.passed:
                 dropped = [f for f in FIELDS if f in drop]
-                verdict.update(status="degraded", dropped=dropped, counts=last.counts(), limits=last.limits())
+                caps = verdict["tool_capabilities"]
+                if "tool_calls" in drop:
+                    caps = _all_fail(caps, report)
+                elif "ids" in drop:
+                    caps = {**caps, "ids": "fail"}
+                verdict.update(status="degraded", dropped=dropped, counts=last.counts(), limits=last.limits(), tool_capabilities=caps)
+                _unseen(a, verdict)
                 _realistic(verdict, last, reduced, a, reasoning_field)
                 return reduced, warnings, verdict
     failing = sorted({f for f, v in last.per_field().items() if v == "fail"}) or ["content"]
@@ -94,13 +124,57 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     raise VerificationError(f"no verified response_template: {why}", verdict=verdict)
 
 
-def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_field: str) -> None:
-    """What real outputs vary in, checked on the template handed out; reported, never a reason to drop a
-    field (the round trip already showed each field right on the template's own text)."""
-    from .roundtrip import VERIFY_TOOLS
+def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_field: str, uncovered: set[str] = frozenset()) -> None:
+    """What real outputs vary in, checked on the template handed out (on the cases of the capabilities it
+    covers); reported, never a reason to drop a field (the round trip already showed each field right on
+    the template's own text)."""
+    from .roundtrip import VERIFY_TOOLS, capability
 
-    got = realistic.check(report, template, a, reasoning_field, VERIFY_TOOLS)
+    cases = [c for c in report.cases if capability(c) not in uncovered] if uncovered else report.cases
+    got = realistic.check(dataclasses.replace(report, cases=cases), template, a, reasoning_field, VERIFY_TOOLS)
     verdict["realistic"], verdict["realistic_failures"] = got["variants"], got["failures"]
+
+
+def _all_fail(caps: dict, report) -> dict:
+    """Capabilities once the tool_calls field is left out: every one the renderings show fails."""
+    from .roundtrip import capability
+
+    shown = {capability(c) for c in report.cases} - {None}
+    return {k: ("fail" if k in shown or (k == "ids" and v != "absent") else "absent") for k, v in caps.items()}
+
+
+def _partial(chat_template, special_tokens, a: Analysis, template: dict, report, reasoning_field: str):
+    """(report, capabilities) when the tool_calls field holds for single calls and every failing case is
+    a tool-call case of another capability whose text, rejudged as uncovered, arrives in content.
+    The ids capability is judged on the covered cases."""
+    from .roundtrip import capabilities, capability, rejudge_uncovered
+
+    if "tool_calls" not in report.fields:
+        return None
+    caps = capabilities(report)
+    if caps["single"] != "pass":
+        return None
+    failing = [c for c in report.cases if c.status == "fail"]
+    uncovered = {capability(c) for c in failing}
+    if None in uncovered or "single" in uncovered or not uncovered:
+        return None
+    rejudged = rejudge_uncovered(report, template, uncovered, reasoning_field)
+    if not rejudged.passed:
+        return None
+    return rejudged, {**capabilities(rejudged), **dict.fromkeys(uncovered, "fail")}
+
+
+def _unseen(a: Analysis, verdict: dict) -> None:
+    """Calls the analysis cannot see at all (``Tools.unseen``: rendered only in earlier turns, or only in
+    a call shape callers do not send): the verdict says so, never silently."""
+    unseen = getattr(a.tools, "unseen", ())
+    if not unseen or "tool_calls" in verdict["dropped"]:
+        return
+    verdict["fields"]["tool_calls"] = "fail"
+    verdict["dropped"] = sorted(set(verdict["dropped"]) | {"tool_calls"}, key=FIELDS.index)
+    verdict["tool_capabilities"] = {k: "fail" if k != "ids" else v for k, v in verdict["tool_capabilities"].items()}
+    earlier = verdict["first_failure"] if verdict["status"] == "degraded" else None
+    verdict.update(status="degraded", first_failure="; ".join(list(unseen) + ([earlier] if earlier else [])))
 
 
 def _unparsed(report) -> list[str]:
@@ -119,7 +193,15 @@ def describe(verdict: dict | None) -> str:
         return f"refused: {verdict['reason']}"
     if verdict["status"] == "degraded":
         dropped = verdict["dropped"]
-        spill = "; ".join(SPILL[f] for f in dropped if f in SPILL) or "calls come without ids"
-        return f"degraded: parsing of {', '.join(dropped)} left out ({spill}); first failure: {verdict['first_failure']}"
+        parts = []
+        if dropped:
+            spill = "; ".join(SPILL[f] for f in dropped if f in SPILL) or "calls come without ids"
+            parts.append(f"parsing of {', '.join(dropped)} left out ({spill})")
+        uncovered = verdict.get("uncovered") or []
+        if uncovered:
+            held = [k for k, v in (verdict.get("tool_capabilities") or {}).items() if v == "pass"]
+            parts.append(f"tool calls not covered: {', '.join(CAPABILITY_WORDS.get(u, u) for u in uncovered)} "
+                         f"(their text arrives as content; covered: {', '.join(CAPABILITY_WORDS.get(h, h) for h in held)})")
+        return f"degraded: {'; '.join(parts)}; first failure: {verdict['first_failure']}"
     kept = ", ".join(f"{f} {v}" for f, v in verdict["fields"].items() if v != "absent")
     return f"full ({kept})"
