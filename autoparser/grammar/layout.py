@@ -53,6 +53,7 @@ class Layout:
     reasoning_start: str = ""
     reasoning_end: str = ""
     reasoning_open: bool = False  # the generation prompt opened the reasoning block
+    reasoning_implicit_end: bool = False  # the call's opener also ends reasoning (as the parser reads it)
     content_start: str = ""  # content wrapped in its own markers
     content_end: str = ""
     ends: tuple[str, ...] = field(default_factory=tuple)  # end-of-turn markers
@@ -135,7 +136,10 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         opened = reasoning_open
         if opened is None:
             opened = not r.start or a.turn.generation_prompt.rstrip().endswith(r.start)
-        common.update(reasoning_start=r.start.strip(), reasoning_end=r.end.strip(), reasoning_open=opened)
+        # The emitted thinking field closes at the call's opener too for reasoning that exists to plan
+        # calls (emit.template: TOOLS_ONLY with a marker-led opener).
+        implicit = r.mode == "TOOLS_ONLY" and bool(r.start)
+        common.update(reasoning_start=r.start.strip(), reasoning_end=r.end.strip(), reasoning_open=opened, reasoning_implicit_end=implicit)
     if c.mode == "ALWAYS_WRAPPED" and c.start.strip():
         common.update(content_start=c.start.strip(), content_end=(c.end.strip() or (ends[0] if ends else "")))
         if not common["content_end"]:
