@@ -16,7 +16,7 @@ from transformers.utils.chat_parsing import parse_response
 
 import autoparser
 from autoparser.grammar.build import build, check_verified
-from autoparser.grammar.layout import NoGrammar
+from autoparser.grammar.layout import NoGrammar, layout, marker_texts
 from autoparser.verify import VERIFY_TOOLS, verify
 from autoparser.verify.roundtrip import _norm_calls
 
@@ -161,6 +161,56 @@ def test_grammar(path, tokenizer):
             for why, mutate in (("missing required argument", _missing_required), ("wrong argument type", _wrong_type), ("unknown tool", _unknown)):
                 assert not accepts(tokenizer, g(opened, tools=_tools(mutate)), text), f"{why} accepted: {where}"
     assert calls_seen, "no probe call was rendered"
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+def test_grammar_tokens(path):
+    """With a tokenizer whose control-token-looking markers are added tokens (as real vocabularies ship
+    them, and llguidance treats them as special), the token-aware grammar accepts the template's own
+    renderings token by token, rejects an unknown tool, and rejects a marker spelt out byte by byte."""
+    import llguidance.hf
+    from marker_tokenizer import byte_tokenizer, control_tokens
+
+    src, res, report = _verified(path)
+    a = res.analysis
+    if report.per_field().get("tool_calls") != "pass":
+        pytest.skip("tool calls do not verify")
+    try:
+        lay = layout(a)
+        build(a, VERIFY_TOOLS)
+    except NoGrammar as e:
+        pytest.skip(f"no grammar: {e}")
+    added = control_tokens(marker_texts(lay))
+    if not added:
+        pytest.skip("no marker looks like a control token")
+    hf = byte_tokenizer(added)
+    tok, vocab = llguidance.hf.from_tokenizer(hf), hf.get_added_vocab()
+    spelt = [m for m in added if m in lay.trigger]
+
+    def ok(grammar, ids):
+        m = llguidance.LLMatcher(tok, llguidance.grammar_from("lark", grammar), log_level=0)
+        assert not m.is_error(), m.get_error()
+        return all(m.consume_token(t) for t in ids) and m.is_accepting()
+
+    seen = 0
+    for c in report.cases:
+        if c.status != "pass" or not _calls(c) or c.history:
+            continue
+        opened = _opened(a, c.prompt)
+        text = raw_unicode(c.generated)
+        ids = hf.encode(text, add_special_tokens=False)
+        assert ok(build(a, VERIFY_TOOLS, reasoning_open=opened, tokens=vocab), ids), f"rejects {c.name}: {text[:300]!r}"
+        seen += 1
+        if "get_weather" in {n for n, _ in _calls(c)}:
+            assert not ok(build(a, _tools(_unknown), reasoning_open=opened, tokens=vocab), ids), f"unknown tool accepted: {c.name}"
+        if spelt:  # the same text with the opener's token written out byte by byte
+            pos = text.find(spelt[0])
+            pre = hf.encode(text[:pos], add_special_tokens=False)
+            raw = byte_tokenizer().encode(spelt[0], add_special_tokens=False)  # same byte ids, no added tokens
+            rest = hf.encode(text[pos + len(spelt[0]):], add_special_tokens=False)
+            assert not ok(build(a, VERIFY_TOOLS, reasoning_open=opened, tokens=vocab), pre + raw + rest), f"spelt-out opener accepted: {c.name}"
+    assert seen
 
 
 def test_corpus_coverage():

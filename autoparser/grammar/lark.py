@@ -105,31 +105,33 @@ class _Writer:
     def lit(self, text: str) -> str:
         return self.tok.seq(text)
 
-    def upto(self, name: str, markers, lead: str = "", first: str = "") -> str:
+    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=()) -> str:
         """Rule ``name``: [whitespace and ``lead``] free text, then one of ``markers``. The text is lazy
         (it ends at the first marker); ``first``: a regex the text must start with. A marker that
-        holds an added token is reached by a free-text lexeme that cannot spell it, then its tokens."""
+        holds an added token is reached by a free-text lexeme that cannot spell it, then its tokens.
+        ``avoid``: other markers at this place the text must not spell where they are tokens."""
         markers = [m for m in dict.fromkeys(markers) if m]
         tokened = [m for m in markers if self.tok.has(m)]
         plain = [m for m in markers if m not in tokened]
-        if not tokened and not self.tok.has(lead):
+        spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)]
+        never = f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in spelt)})(?s:.*)/" if spelt else ""
+        if not tokened and not self.tok.has(lead) and not never:
             head = f"{WS_CHARS}*{rx(lead)}" if lead else ""
             self.rule(f"{name}[lazy]: /{head}{first}(?s:.*){_alt(plain)}/")
             return name
         head = f"WS? {self.lit(lead)} " if lead else ""
         alts = []
         if plain:
-            self.rule(f"{name}_t[lazy]: /{first}(?s:.*){_alt(plain)}/")
+            self.rule(f"{name}_t[lazy]: /{first}(?s:.*){_alt(plain)}/{never}")
             alts.append(f"{name}_t")
-        free = f"FREE_{name}"
-        avoid = "|".join(rx(m) for m in tokened)
+        free = f"FREE_{name.upper()}"
         body = f"{first}(?s:.*)" if first else "(?s:.+)"
-        self.rule(f"{free}: /{body}/ & ~/(?s:.*)(?:{avoid})(?s:.*)/")
+        self.rule(f"{free}: /{body}/{never}")
         for m in tokened:
             pieces = self.tok.pieces(m)
             if not pieces[0][0]:  # text before the marker's first token: reach that text lazily
                 k = len(self.rules)
-                self.rule(f"{name}_p{k}[lazy]: /{first}(?s:.*){rx(pieces[0][1])}/")
+                self.rule(f"{name}_p{k}[lazy]: /{first}(?s:.*){rx(pieces[0][1])}/{never}")
                 alts.append(f"{name}_p{k} {self.lit(m[len(pieces[0][1]):])}")
             else:
                 alts.append(f"{free}? {self.lit(m)}")
@@ -278,7 +280,7 @@ class _Writer:
                 calls.append(f"cwrap? open {self.section(consumed=bool(lay.trigger))} tail")
         elif lay.trigger:
             if ends:
-                content.append(self.upto("text_end", ends))
+                content.append(self.upto("text_end", ends, avoid=[lay.trigger]))
             avoid = [m for m in [lay.trigger, *ends] if self.tok.has(m)]
             self.rule("TEXT: /(?s:.+)/" + (f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/" if avoid else ""))
             content.append("TEXT?")

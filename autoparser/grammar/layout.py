@@ -193,3 +193,12 @@ def select_tools(tools: list, tool_choice: str) -> list[dict]:
 def parameters(fn: dict) -> dict:
     p = fn.get("parameters")
     return p if isinstance(p, dict) else {"type": "object", "properties": {}}
+
+
+def marker_texts(lay: Layout) -> list[str]:
+    """Every literal the layout writes around content and calls (for a tokenizer check: which of
+    them are added tokens decides how a grammar spells them)."""
+    items = [lay.trigger, lay.section_start, lay.section_end, lay.call_start, lay.call_end, lay.separator,
+             lay.key_prefix, lay.key_suffix, lay.value_suffix, lay.arg_separator, lay.reasoning_start, lay.reasoning_end,
+             lay.content_start, lay.content_end, *lay.ends, *(h for h in lay.header if isinstance(h, str))]
+    return [m for m in dict.fromkeys(items) if m and m.strip()]
