@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from autoparser.grammar.build import build, check_verified
 from autoparser.grammar.layout import NoGrammar, layout, marker_texts
 from autoparser.verify import VERIFY_TOOLS, verify
 from autoparser.verify.roundtrip import _norm_calls
+from grammar_support import calls as _calls, opened as _opened, raw_unicode
 
 llguidance = pytest.importorskip("llguidance", reason="the grammar extra is not installed: pip install -e '.[grammar]'")
 
@@ -48,23 +48,6 @@ def tokenizer():
     return llguidance.hf.from_tokenizer(PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>"))
 
 
-_ESCAPED = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|(?<!\\)((?:\\\\)*)\\u([0-9a-f]{4})", re.I)
-
-
-def raw_unicode(text: str) -> str:
-    """``text`` with JSON ``\\uXXXX`` escapes of printable non-ASCII characters written as the characters:
-    the grammars take no ``x-guidance`` options (llguidance 1.7 refuses them), so a string's characters
-    are written as they are; the parser reads both spellings alike (the test checks that too)."""
-
-    def one(m):
-        if m.group(2):
-            return m.group(1) + (chr(int(m.group(2), 16)) + chr(int(m.group(3), 16))).encode("utf-16", "surrogatepass").decode("utf-16")
-        cp = int(m.group(5), 16)
-        return m.group(4) + chr(cp) if cp >= 0xA0 and not 0xD800 <= cp < 0xE000 else m.group(0)
-
-    return _ESCAPED.sub(one, text)
-
-
 def accepts(tok, grammar: str, text: str) -> bool:
     m = llguidance.LLMatcher(tok, llguidance.grammar_from("lark", grammar), log_level=0)
     assert not m.is_error(), m.get_error()
@@ -87,17 +70,6 @@ def _verified(path: Path):
     if isinstance(got, Exception):
         pytest.skip(f"does not infer: {got}")
     return got
-
-
-def _opened(a, prompt: str):
-    r = a.reasoning
-    if not r.end or r.mode in ("NONE", "FORCED_CLOSED"):
-        return None
-    return not r.start or prompt.rstrip().endswith(r.start)
-
-
-def _calls(case) -> list:
-    return [(c["name"], c["arguments"]) for c in case.expected.get("tool_calls", [])]
 
 
 def _tools(mutate) -> list:
@@ -170,7 +142,7 @@ def test_grammar_tokens(path):
     them, and llguidance treats them as special), the token-aware grammar accepts the template's own
     renderings token by token, rejects an unknown tool, and rejects a marker spelt out byte by byte."""
     import llguidance.hf
-    from marker_tokenizer import byte_tokenizer, control_tokens
+    from grammar_support import byte_tokenizer, control_tokens
 
     src, res, report = _verified(path)
     a = res.analysis
