@@ -194,30 +194,9 @@ class _Writer:
 
     def call_object(self) -> str:
         """``obj``: one JSON call object (an anyOf over the tools)."""
-        lay, schemas = self.lay, []
-        for fn in self.fns:
-            if lay.kind == "json_key":
-                schemas.append({"type": "object", "properties": {fn["name"]: parameters(fn)}, "required": [fn["name"]], "additionalProperties": False})
-                continue
-            tree: dict = {}
-            first = next((p for p in (lay.name_path, lay.args_path, lay.id_path) if p[:1] == (lay.first_key,)), None)
-            if first is None and lay.extra_key:
-                tree[lay.extra_key] = ({}, False)
-            elif first:
-                tree[first[0]] = None  # a placeholder keeping the rendered first key first
-            tree.setdefault("type", ({"type": "string"}, False))  # OpenAI-style objects carry it ("function")
-            for path, leaf, req in ((lay.name_path, {"const": fn["name"]}, True), (lay.args_path, parameters(fn), True), (lay.id_path, {"type": "string"}, False)):
-                node = tree
-                for key in path[:-1]:
-                    if node.get(key) is None:
-                        node[key] = ({}, True)
-                    node = node[key][0]
-                if path:
-                    node[path[-1]] = (leaf, req)
-            schemas.append(_schema(tree))
+        schemas = [call_schema(self.lay, fn) for fn in self.fns]
         one = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
-        if not any(r.startswith("obj:") for r in self.rules):
-            self.rule(f"obj: {json_rule(one)}")
+        self.rule(f"obj: {json_rule(one)}")
         return "obj"
 
     def section(self, consumed: bool) -> str:
@@ -317,6 +296,28 @@ class _Writer:
             elif lay.reasoning_start:
                 starts.append(f"{self.upto('think_call', [lay.trigger], lead=lay.reasoning_start)} {self.section(consumed=True)} tail")
         return "%llguidance {}\nstart: " + "\n    | ".join(starts) + "\n" + "\n".join(self.rules) + "\n"
+
+
+def call_schema(lay: Layout, fn: dict) -> dict:
+    """The JSON schema of one call object of tool ``fn`` in a JSON layout (keys in the rendered order)."""
+    if lay.kind == "json_key":
+        return {"type": "object", "properties": {fn["name"]: parameters(fn)}, "required": [fn["name"]], "additionalProperties": False}
+    tree: dict = {}
+    first = next((p for p in (lay.name_path, lay.args_path, lay.id_path) if p[:1] == (lay.first_key,)), None)
+    if first is None and lay.extra_key:
+        tree[lay.extra_key] = ({}, False)
+    elif first:
+        tree[first[0]] = None  # a placeholder keeping the rendered first key first
+    tree.setdefault("type", ({"type": "string"}, False))  # OpenAI-style objects carry it ("function")
+    for path, leaf, req in ((lay.name_path, {"const": fn["name"]}, True), (lay.args_path, parameters(fn), True), (lay.id_path, {"type": "string"}, False)):
+        node = tree
+        for key in path[:-1]:
+            if node.get(key) is None:
+                node[key] = ({}, True)
+            node = node[key][0]
+        if path:
+            node[path[-1]] = (leaf, req)
+    return _schema(tree)
 
 
 def _schema(tree: dict) -> dict:

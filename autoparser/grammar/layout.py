@@ -39,6 +39,8 @@ class Layout:
     section_end: str = ""
     call_start: str = ""  # JSON formats: before each object (or the array)
     call_end: str = ""
+    call_start_raw: str = ""  # the same with the template's whitespace (structural tags state it exactly)
+    call_end_raw: str = ""
     separator: str = ""  # between calls, beyond whitespace
     header: tuple = ()  # tag formats: literal strings, ("re", regex) and NAME
     name_path: tuple[str, ...] = ()
@@ -155,6 +157,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         if kind != "json_key" and not (t.name_path and t.args_path):
             raise NoGrammar("call objects without name and arguments paths")
         return Layout(kind, trigger=start, call_start=start, call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+                      call_start_raw=t.call_start, call_end_raw=t.call_end,
                       first_key=t.first_key, extra_key=extra, **paths, **common)
     if args.kind == "pythonic":
         raise NoGrammar("pythonic calls are not constrained yet (their argument values are Python literals)")
@@ -174,6 +177,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
     return Layout("tagged_json" if args.kind == "json" else "tagged_kv", trigger=trigger, section_start=section,
                   section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+                  call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)
 
 
