@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+os.environ.setdefault("LLGUIDANCE_LOG_LEVEL", "0")
 
 import autoparser  # noqa: E402
 from autoparser.grammar.build import build  # noqa: E402
