@@ -189,13 +189,16 @@ def recommended_requests(template: dict, grammar: str | None, tools: list):
 
 # ------------------------------------------------------------------------------------------------ xgrammar
 def xgrammar_accepts(hf, st: dict, ids) -> tuple[bool, str]:
-    import xgrammar as xgr
+    """vLLM's XgrammarBackend compiles the structural tag; its grammar accepts the rendering."""
+    from vllm.v1.structured_output.backend_types import StructuredOutputOptions
+    from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
 
-    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf))
-    comp = xgr.GrammarCompiler(info).compile_structural_tag(json.dumps(st))
-    m = xgr.GrammarMatcher(comp)
+    cfg = SimpleNamespace(structured_outputs_config=SimpleNamespace(disable_any_whitespace=False, disable_additional_properties=False),
+                          model_config=None, speculative_config=None)
+    be = XgrammarBackend(vllm_config=cfg, tokenizer=hf, vocab_size=len(hf))
+    g = be.compile_grammar(StructuredOutputOptions.STRUCTURAL_TAG, json.dumps(st))
     for k, t in enumerate(ids):
-        if not m.accept_token(t):
+        if not g.accept_tokens("r", [t]):
             return False, f"token {k} rejected"
     return True, ""
 
@@ -227,7 +230,7 @@ def main(argv=None) -> int:
 
     vllm = None if args.sglang else VLLM()
     tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0,
-               st_templates=0, st_cases=0, st_ok=0, requests=0, requests_ok=0)
+               st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0)
     rows = []
     for path in templates(args.only):
         got = prepared(path)
@@ -307,6 +310,16 @@ def main(argv=None) -> int:
                 sn, sok = sn + 1, sok + good
                 if not good:
                     fails.append(f"{c.name} (structural tag): {why}")
+            try:
+                st_unknown = build(a, UNKNOWN_TOOLS, format="structural-tag")
+            except NoGrammar:
+                st_unknown = None
+            for c in cases if st_unknown else ():
+                if "get_weather" in {x for x, _ in _calls(c)} and not c.history:
+                    ids = hf.encode(raw_unicode(c.generated), add_special_tokens=False)
+                    bad, _ = sglang_structural(hf, st_unknown, ids) if args.sglang else xgrammar_accepts(hf, st_unknown, ids)
+                    tot["st_unknown"] += 1
+                    tot["st_unknown_rejected"] += not bad
             row["st"] = f"{sok}/{sn}"
             tot["st_cases"] += sn
             tot["st_ok"] += sok
@@ -328,7 +341,8 @@ def main(argv=None) -> int:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
           f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']}; "
-          f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates; "
+          f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
+          f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
           f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']}")
     return 0
 
