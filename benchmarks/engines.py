@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     import llguidance.hf
 
     vllm = None if args.sglang else VLLM()
-    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0,
+    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0,
                st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0)
     rows = []
     for path in templates(args.only):
@@ -293,6 +293,11 @@ def main(argv=None) -> int:
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
+                if "get_weather" in {x for x, _ in _calls(c)} and not c.history:
+                    g = build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened, **form)
+                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"])
+                    tot["gated_unknown"] += 1
+                    tot["gated_unknown_rejected"] += not bad
         row.update(accepted=f"{ok}/{n}", unknown=f"{unr}/{un}" if un else "", gated=f"{gok}/{gn}" if gn else "")
         for k, v in (("cases", n), ("accepted", ok), ("unknown", un), ("unknown_rejected", unr), ("gated", gn), ("gated_ok", gok)):
             tot[k] += v
@@ -340,7 +345,8 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
-          f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']}; "
+          f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']} "
+          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}); "
           f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
           f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
           f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']}")

@@ -288,9 +288,12 @@ class _Writer:
             starts.append("body")
         if lay.reasoning_implicit_end and lay.reasoning_end and lay.trigger and self.choice != "none":
             # Reasoning that the call's opener ends (no end marker): the grammar runs on into the call.
-            # Where the engine's gate opens at that opener, the grammar starts right after it.
-            if lay.reasoning_open and self.after_reasoning:
+            # Where the engine's gate opens at that opener (vLLM: whenever the prompt has not settled
+            # reasoning), the grammar starts right after it.
+            if self.after_reasoning:
                 starts.append(f"{self.section(consumed=True)} tail")
+            if lay.reasoning_open and self.after_reasoning:
+                pass
             elif lay.reasoning_open:
                 starts.append(f"{self.upto('think_call', [lay.trigger])} {self.section(consumed=True)} tail")
             elif lay.reasoning_start:
