@@ -1,8 +1,8 @@
 """Grammars and serving flags checked with the engines' own code (no GPU): run with the Python of a
 virtualenv that has vLLM (and, for the SGLang rows, one that has SGLang):
 
-    /work/engines/vllm/bin/python benchmarks/engines.py [--only NAME ...] [--verbose]
-    /work/engines/sglang/bin/python benchmarks/engines.py --sglang
+    VLLM_VENV/bin/python benchmarks/engines.py [--only NAME ...] [--verbose]
+    SGLANG_VENV/bin/python benchmarks/engines.py --sglang
 
 For every corpus template with a ``tool_calls`` field whose calls verify and that gets a grammar, with a
 tokenizer built locally (the 256 byte symbols, plus the template's control-token-looking markers as
@@ -298,6 +298,8 @@ def main(argv=None) -> int:
                     bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"])
                     tot["gated_unknown"] += 1
                     tot["gated_unknown_rejected"] += not bad
+                    if bad:
+                        fails.append(f"{c.name} (served): a call to an unknown tool accepted {text[:120]!r}")
         row.update(accepted=f"{ok}/{n}", unknown=f"{unr}/{un}" if un else "", gated=f"{gok}/{gn}" if gn else "")
         for k, v in (("cases", n), ("accepted", ok), ("unknown", un), ("unknown_rejected", unr), ("gated", gn), ("gated_ok", gok)):
             tot[k] += v
