@@ -68,7 +68,7 @@ def prepared(path: Path):
     except autoparser.AutoparserError as e:
         return f"does not infer: {e}"
     if "tool_calls" not in (res.template.get("fields") or {}):
-        return "no tool_calls field"
+        return res  # only the request shapes apply
     report = verify(src, res.template, TOKENS, analysis=res.analysis)
     if report.per_field().get("tool_calls") != "pass":
         return "tool calls do not verify"
@@ -103,7 +103,7 @@ class VLLM:
     def accepts(compiled, ids) -> bool:
         return all(compiled.accept_tokens("r", [t]) for t in ids) and (compiled.ll_matcher.is_accepting() or compiled.ll_matcher.is_stopped())
 
-    def gated(self, be, hf, grammar: str, prompt_ids, ids, reasoning: bool) -> tuple[bool, str]:
+    def gated(self, be, hf, grammar: str, prompt_ids, ids, reasoning: bool, names=(), in_reasoning: bool = False) -> tuple[bool, str]:
         """The grammar driven by vLLM's StructuredOutputManager, its reasoning parser as the gate."""
         from vllm.reasoning import ReasoningParserManager
         from vllm.sampling_params import StructuredOutputsParams
@@ -111,7 +111,7 @@ class VLLM:
         from vllm.v1.structured_output.request import StructuredOutputRequest
 
         mgr = StructuredOutputManager.__new__(StructuredOutputManager)
-        mgr.enable_in_reasoning = False
+        mgr.enable_in_reasoning = in_reasoning
         mgr.tokenizer = hf
         mgr.reasoner_cls = ReasoningParserManager.get_reasoning_parser("hf") if reasoning else None
         compiled = self.compile(be, grammar)
@@ -119,12 +119,20 @@ class VLLM:
         sreq._grammar = compiled
         req = SimpleNamespace(use_structured_output=True, structured_output_request=sreq, prompt_token_ids=list(prompt_ids),
                               all_token_ids=list(prompt_ids), request_id="r")
+        gate = 0 if not reasoning or in_reasoning else None
         for k, t in enumerate(ids):
             req.all_token_ids.append(t)
+            if gate is None:  # where vLLM's own bounds start the grammar (it sees ids[gate:])
+                start, _ = mgr._get_constraint_bounds(req, [t], spec_tokens_committed=True)
+                if start <= 1:
+                    gate = k + start
             if not mgr.accept_tokens(req, [t]):
                 return False, f"token {k} rejected"
-        if not sreq.reasoning_ended and reasoning and sreq.reasoning_ended is not None:
-            return False, "the gate never opened"
+        if gate is None:
+            return False, "the gate never opened: the grammar was never applied"
+        seen = hf.decode(ids[:gate])
+        if any(name in seen for name in names):
+            return False, f"the gate opened after the call began (grammar applied from {seen[-40:]!r})"
         m = compiled.ll_matcher
         return (m.is_accepting() or m.is_stopped()), "not accepting at the end"
 
@@ -229,14 +237,25 @@ def main(argv=None) -> int:
     import llguidance.hf
 
     vllm = None if args.sglang else VLLM()
-    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0,
-               st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0)
+    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, in_reasoning=0, in_reasoning_ok=0,
+               st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
     rows = []
     for path in templates(args.only):
         got = prepared(path)
         if isinstance(got, str):
             if args.verbose:
                 print(f"  {path.stem:48} skipped: {got[:100]}")
+            continue
+        if not isinstance(got, tuple):  # no tool_calls field: what --serve tells clients must hold
+            if not args.sglang:
+                hf = byte_tokenizer(["<eos>"])
+                checks = vllm.request_checks(hf, got.template, None)
+                tot["requests"] += len(checks)
+                tot["requests_ok"] += sum(ok for _, ok, _ in checks)
+                tot["no_calls_templates"] += 1
+                for name, ok, err in checks:
+                    if not ok:
+                        print(f"  {path.stem}: request {name}: {err}")
             continue
         res, report, lay = got
         a, template = res.analysis, res.template
@@ -289,13 +308,18 @@ def main(argv=None) -> int:
                 gn += 1
                 g = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, **form)
                 prompt_ids = hf.encode(c.prompt, add_special_tokens=False)
-                good, why = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"])
+                names = {x for x, _ in _calls(c)}
+                good, why = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"], names=names)
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
+                if "thinking" in template["fields"]:  # the alternative: vLLM's enable_in_reasoning and the full form
+                    full = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)
+                    tot["in_reasoning"] += 1
+                    tot["in_reasoning_ok"] += vllm.gated(be, hf, full, prompt_ids, ids, reasoning=True, names=names, in_reasoning=True)[0]
                 if "get_weather" in {x for x, _ in _calls(c)} and not c.history:
                     g = build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened, **form)
-                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"])
+                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"], names=names)
                     tot["gated_unknown"] += 1
                     tot["gated_unknown_rejected"] += not bad
                     if bad:
@@ -348,10 +372,12 @@ def main(argv=None) -> int:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
           f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']} "
-          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}); "
+          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; with enable_in_reasoning and the "
+          f"full form instead, on templates with reasoning: {tot['in_reasoning_ok']}/{tot['in_reasoning']}); "
           f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
           f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
-          f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']}")
+          f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']} (with the {tot['no_calls_templates']} templates "
+          f"without a tool_calls field)")
     return 0
 
 
