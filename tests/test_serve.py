@@ -133,3 +133,18 @@ def test_cli_writes_tokens(tmp_path, capsys):
     assert f"<[{ids['</tool_call>']}]>" in capsys.readouterr().out
     assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), "--tokenizer", str(tmp_path / "nope")]) == 2
     assert "no such tokenizer" in capsys.readouterr().err
+
+
+def test_hub_source_brings_its_added_tokens(hub_env, fake_hub, tmp_path):
+    """A Hub id: the tokenizer_config.json the source fetched carries ``added_tokens_decoder``; the grammar
+    writes those markers as tokens (no tokenizer.json or weights downloaded)."""
+    config = {"chat_template": QWEN, "eos_token": "<|im_end|>",
+              "added_tokens_decoder": {"151657": {"content": "<tool_call>", "special": False},
+                                       "151658": {"content": "</tool_call>", "special": False},
+                                       "151645": {"content": "<|im_end|>", "special": True}}}
+    fake_hub.add("test-org/tok", {"tokenizer_config.json": config})
+    (tmp_path / "tools.json").write_text(json.dumps(VERIFY_TOOLS))
+    r = hub_env.run("grammar", "test-org/tok", "--tools", str(tmp_path / "tools.json"))
+    assert r.returncode == 0, r.stderr
+    assert "<[151657]>" in r.stdout and "<[151658]>" in r.stdout and '"<tool_call>"' not in r.stdout
+    assert "matched as text" not in r.stderr
