@@ -292,10 +292,9 @@ class _Writer:
             # reasoning), the grammar starts right after it.
             if self.after_reasoning:
                 starts.append(f"{self.section(consumed=True)} tail")
-            if lay.reasoning_open and self.after_reasoning:
-                pass
-            elif lay.reasoning_open:
-                starts.append(f"{self.upto('think_call', [lay.trigger])} {self.section(consumed=True)} tail")
+            if lay.reasoning_open:
+                if not self.after_reasoning:
+                    starts.append(f"{self.upto('think_call', [lay.trigger])} {self.section(consumed=True)} tail")
             elif lay.reasoning_start:
                 starts.append(f"{self.upto('think_call', [lay.trigger], lead=lay.reasoning_start)} {self.section(consumed=True)} tail")
         return "%llguidance {}\nstart: " + "\n    | ".join(starts) + "\n" + "\n".join(self.rules) + "\n"
