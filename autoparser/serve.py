@@ -1,38 +1,96 @@
-"""``infer --serve vllm|sglang``: the server flags that fit an emitted template, and where it goes.
+"""``infer --serve vllm|sglang``: the server flags that fit an emitted template, what clients must send,
+and which grammar form goes with those flags.
 
-Measured with vLLM 0.33's and SGLang 0.5.23's own code (BRIEF §6): vLLM refuses ``--reasoning-parser hf``
-for a template without a ``thinking`` field and ``--tool-call-parser hf`` without ``tool_calls``; SGLang
-applies ``content`` only inside its reasoning parser, so that parser is on even without ``thinking``."""
+Measured with vLLM 0.33's and SGLang 0.5.23's own code (BRIEF §6, §8; ``benchmarks/engines.py``):
+vLLM refuses ``--reasoning-parser hf`` for a template without a ``thinking`` field and
+``--tool-call-parser hf`` without ``tool_calls``; without a tool parser it answers a request carrying
+tools with HTTP 400 unless ``tool_choice`` is ``"none"``; with the ``hf`` tool parser it refuses
+``tool_choice="required"``, a named tool, strict tools and ``parallel_tool_calls=false`` (the parser
+cannot guarantee them), so ``tool_choice="auto"`` plus a grammar in ``structured_outputs`` is how a
+client gets those guarantees. With a reasoning parser, vLLM applies a request's grammar only once the
+parser has seen reasoning end, so the grammar must start there (``grammar --serve vllm`` prints that
+form). SGLang applies ``content`` only inside its reasoning parser, so that parser is on even without
+``thinking``; it answers requests with tools with HTTP 400 when no tool parser is set."""
 
 from __future__ import annotations
+
+from .grammar.build import single_call_only as single_call
 
 SERVERS = ("vllm", "sglang")
 WHERE = ("put the response_template in the model's tokenizer_config.json under the key \"response_template\" "
          "(`autoparser batch --write` does it for local model directories)")
 
 
-def guidance(template: dict, server: str, model: str = "MODEL") -> list[str]:
-    """Lines for an operator: the command, then why each parser flag is there or not."""
-    fields = template.get("fields") or {}
+def _fields(template: dict) -> dict:
+    return template.get("fields") or {}
+
+
+def grammar_form(template: dict, server: str | None) -> dict:
+    """The ``build``/``grammar`` keyword arguments for a grammar sent to a server run with the flags
+    ``guidance`` prints: the after-reasoning form where a reasoning parser gates the grammar."""
+    if server is None:
+        return {}
+    return {"after_reasoning": "thinking" in _fields(template)}
+
+
+def request_shapes(template: dict, grammar: str | None, tools: list) -> list[tuple[str, dict, bool]]:
+    """(what, request body, accepted?) for vLLM under the flags ``guidance`` prints: what the README
+    recommends (accepted) and what it says vLLM refuses (refused). ``benchmarks/engines.py`` runs these
+    through vLLM's own request checks."""
+    calls = "tool_calls" in _fields(template)
+    out = [("no tools", {}, True), ("tools, tool_choice=none", {"tools": tools, "tool_choice": "none"}, True)]
+    if not calls:
+        return out + [("tools, tool_choice=auto (no tool parser: refused)", {"tools": tools, "tool_choice": "auto"}, False)]
+    out += [("tools, tool_choice=auto", {"tools": tools, "tool_choice": "auto"}, True)]
+    if grammar:
+        out.append(("tools, tool_choice=auto, grammar", {"tools": tools, "tool_choice": "auto", "structured_outputs": {"grammar": grammar}}, True))
+    name = tools[0]["function"]["name"]
+    refused = [("tool_choice=required", {"tool_choice": "required"}),
+               ("named tool", {"tool_choice": {"type": "function", "function": {"name": name}}}),
+               ("parallel_tool_calls=false", {"parallel_tool_calls": False})]
+    for what, extra in refused:
+        body = {"tools": tools, **extra}
+        if grammar:
+            body["structured_outputs"] = {"grammar": grammar}
+        out.append((f"{what} (refused by the hf parser)", body, False))
+    return out
+
+
+def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | None = None) -> list[str]:
+    """Lines for an operator: the command, why each parser flag is there or not, what clients send."""
+    fields = _fields(template)
     thinking, calls = "thinking" in fields, "tool_calls" in fields
     lines = [WHERE]
     if "reasoning_content" in fields:
         lines.append("the template names reasoning 'reasoning_content'; vLLM and SGLang accept only 'thinking': infer again without --reasoning-field")
+    grammar_cmd = f"autoparser grammar {model} --tools TOOLS.json --serve {server}" + (" --no-parallel" if single_call(verdict) else "")
     if server == "vllm":
         flags = (["--reasoning-parser hf"] if thinking else []) + (["--enable-auto-tool-choice --tool-call-parser hf"] if calls else [])
         lines.append(" ".join(["vllm serve", model, *flags]))
         if not thinking:
             lines.append("no --reasoning-parser hf: the template has no thinking field, and vLLM refuses the flag for it")
         if not calls:
-            lines.append("no --tool-call-parser hf: the template has no tool_calls field, and vLLM refuses the flag for it; tool-call text stays in content")
-        else:
-            lines.append("vLLM refuses requests with tool_choice=\"required\", a named tool, strict tools or parallel_tool_calls=false with this parser")
-        return lines
-    flags = ["--reasoning-parser response_template"] + (["--tool-call-parser response_template"] if calls else [])
-    lines.append(" ".join(["python -m sglang.launch_server --model-path", model, *flags]))
-    if not thinking:
-        lines.append("--reasoning-parser response_template although the template has no thinking field: SGLang applies the "
-                     "content field only inside its reasoning parser; without it end-of-turn markers stay in content")
-    if not calls:
-        lines.append("no --tool-call-parser: the template has no tool_calls field; SGLang answers every request with tools with HTTP 400")
+            lines.append("no --tool-call-parser hf: the template has no tool_calls field, and vLLM refuses the flag for it; "
+                         "clients that send tools must send tool_choice=\"none\" (vLLM answers tools with tool_choice \"auto\", "
+                         "its default, and \"required\" with HTTP 400 without a tool parser); tool-call text then stays in content")
+            return lines
+        lines.append("clients send tool_choice=\"auto\" (or \"none\"): vLLM refuses tool_choice=\"required\", a named tool, strict tools "
+                     "and parallel_tool_calls=false with the hf parser (HTTP 400), whatever grammar the request carries")
+        lines.append(f"to require a call, name the tool or allow one call: tool_choice=\"auto\" plus extra_body={{\"structured_outputs\": "
+                     f"{{\"grammar\": ...}}}} with the grammar from `{grammar_cmd} [--tool-choice required|NAME] [--no-parallel]`"
+                     + (" (it starts where vLLM's reasoning parser ends reasoning, as vLLM applies it)" if thinking else ""))
+    else:
+        flags = ["--reasoning-parser response_template"] + (["--tool-call-parser response_template"] if calls else [])
+        lines.append(" ".join(["python -m sglang.launch_server --model-path", model, *flags]))
+        if not thinking:
+            lines.append("--reasoning-parser response_template although the template has no thinking field: SGLang applies the "
+                         "content field only inside its reasoning parser; without it end-of-turn markers stay in content")
+        if not calls:
+            lines.append("no --tool-call-parser: the template has no tool_calls field; SGLang answers every request with tools "
+                         "with HTTP 400: clients must not send tools")
+            return lines
+        lines.append(f"grammars for requests: `{grammar_cmd}` (Lark for --grammar-backend llguidance) or with --format structural-tag")
+    if single_call(verdict):
+        lines.append("parallel tool calls do not round-trip through this template: allow one call (the grammar's --no-parallel), "
+                     "and do not rely on parallel_tool_calls=false, which vLLM refuses")
     return lines

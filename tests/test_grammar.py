@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,10 @@ from transformers.utils.chat_parsing import parse_response
 
 import autoparser
 from autoparser.grammar.build import build, check_verified
-from autoparser.grammar.layout import NoGrammar
+from autoparser.grammar.layout import NoGrammar, layout, marker_texts
 from autoparser.verify import VERIFY_TOOLS, verify
 from autoparser.verify.roundtrip import _norm_calls
+from grammar_support import calls as _calls, opened as _opened, raw_unicode
 
 llguidance = pytest.importorskip("llguidance", reason="the grammar extra is not installed: pip install -e '.[grammar]'")
 
@@ -71,17 +73,6 @@ def _verified(path: Path):
     return got
 
 
-def _opened(a, prompt: str):
-    r = a.reasoning
-    if not r.end or r.mode in ("NONE", "FORCED_CLOSED"):
-        return None
-    return not r.start or prompt.rstrip().endswith(r.start)
-
-
-def _calls(case) -> list:
-    return [(c["name"], c["arguments"]) for c in case.expected.get("tool_calls", [])]
-
-
 def _tools(mutate) -> list:
     tools = copy.deepcopy(VERIFY_TOOLS)
     mutate({t["function"]["name"]: t["function"]["parameters"] for t in tools}, tools)
@@ -128,20 +119,71 @@ def test_grammar(path, tokenizer):
     for c in cases:
         opened, want = _opened(a, c.prompt), _calls(c)
         where = f"{c.name} (mode {c.mode}, history {c.history}): {c.generated[:300]!r}"
-        assert accepts(tokenizer, g(opened), c.generated), f"auto grammar rejects {where}"
-        parsed = parse_response(c.generated, template, prefix=c.prompt, tools=VERIFY_TOOLS)
+        text = raw_unicode(c.generated)
+        assert accepts(tokenizer, g(opened), text), f"auto grammar rejects {where}"
+        parsed = parse_response(text, template, prefix=c.prompt, tools=VERIFY_TOOLS)
         assert [(x["name"], x["arguments"]) for x in _norm_calls(parsed.get("tool_calls"))] == want, where
-        assert accepts(tokenizer, g(opened, parallel=False), c.generated) == (len(want) <= 1), f"no-parallel: {where}"
-        assert accepts(tokenizer, g(opened, tool_choice="required"), c.generated) == bool(want), f"required: {where}"
+        assert accepts(tokenizer, g(opened, parallel=False), text) == (len(want) <= 1), f"no-parallel: {where}"
+        assert accepts(tokenizer, g(opened, tool_choice="required"), text) == bool(want), f"required: {where}"
         if not want or c.history:  # the rejections once per rendering, not again after a history
             continue
         calls_seen += 1
         names = {n for n, _ in want}
-        assert accepts(tokenizer, g(opened, tool_choice="run_query"), c.generated) == (names == {"run_query"}), f"named tool: {where}"
+        assert accepts(tokenizer, g(opened, tool_choice="run_query"), text) == (names == {"run_query"}), f"named tool: {where}"
         if "get_weather" in names:
             for why, mutate in (("missing required argument", _missing_required), ("wrong argument type", _wrong_type), ("unknown tool", _unknown)):
-                assert not accepts(tokenizer, g(opened, tools=_tools(mutate)), c.generated), f"{why} accepted: {where}"
+                assert not accepts(tokenizer, g(opened, tools=_tools(mutate)), text), f"{why} accepted: {where}"
     assert calls_seen, "no probe call was rendered"
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+def test_grammar_tokens(path):
+    """With a tokenizer whose control-token-looking markers are added tokens (as real vocabularies ship
+    them, and llguidance treats them as special), the token-aware grammar accepts the template's own
+    renderings token by token, rejects an unknown tool, and rejects a marker spelt out byte by byte."""
+    import llguidance.hf
+    from grammar_support import byte_tokenizer, control_tokens
+
+    src, res, report = _verified(path)
+    a = res.analysis
+    if report.per_field().get("tool_calls") != "pass":
+        pytest.skip("tool calls do not verify")
+    try:
+        lay = layout(a)
+        build(a, VERIFY_TOOLS)
+    except NoGrammar as e:
+        pytest.skip(f"no grammar: {e}")
+    added = control_tokens(marker_texts(lay))
+    if not added:
+        pytest.skip("no marker looks like a control token")
+    hf = byte_tokenizer(added)
+    tok, vocab = llguidance.hf.from_tokenizer(hf), hf.get_added_vocab()
+    spelt = [m for m in added if m in lay.trigger]
+
+    def ok(grammar, ids):
+        m = llguidance.LLMatcher(tok, llguidance.grammar_from("lark", grammar), log_level=0)
+        assert not m.is_error(), m.get_error()
+        return all(m.consume_token(t) for t in ids) and m.is_accepting()
+
+    seen = 0
+    for c in report.cases:
+        if c.status != "pass" or not _calls(c) or c.history:
+            continue
+        opened = _opened(a, c.prompt)
+        text = raw_unicode(c.generated)
+        ids = hf.encode(text, add_special_tokens=False)
+        assert ok(build(a, VERIFY_TOOLS, reasoning_open=opened, tokens=vocab), ids), f"rejects {c.name}: {text[:300]!r}"
+        seen += 1
+        if "get_weather" in {n for n, _ in _calls(c)}:
+            assert not ok(build(a, _tools(_unknown), reasoning_open=opened, tokens=vocab), ids), f"unknown tool accepted: {c.name}"
+        if spelt:  # the same text with the opener's token written out byte by byte
+            pos = text.find(spelt[0])
+            pre = hf.encode(text[:pos], add_special_tokens=False)
+            raw = byte_tokenizer().encode(spelt[0], add_special_tokens=False)  # same byte ids, no added tokens
+            rest = hf.encode(text[pos + len(spelt[0]):], add_special_tokens=False)
+            assert not ok(build(a, VERIFY_TOOLS, reasoning_open=opened, tokens=vocab), pre + raw + rest), f"spelt-out opener accepted: {c.name}"
+    assert seen
 
 
 def test_corpus_coverage():
@@ -178,7 +220,8 @@ def _check_structural_tag(st: dict) -> None:
     for tag in f["tags"]:
         assert set(tag) == {"begin", "content", "end"} and isinstance(tag["begin"], str) and isinstance(tag["end"], str)
         assert any(tag["begin"].startswith(t) for t in f["triggers"]), (tag["begin"], f["triggers"])
-        assert tag["content"]["type"] == "json_schema" and tag["content"]["json_schema"]["type"] == "object"
+        schema = tag["content"]["json_schema"]
+        assert tag["content"]["type"] == "json_schema" and all(x["type"] == "object" for x in schema.get("anyOf", [schema]))
 
 
 STRUCTURAL = ["Qwen-Qwen3-0.6B", "NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "unsloth-mistral-Devstral-Small-2507"]
@@ -193,12 +236,39 @@ def test_structural_tag(name):
     st = build(res.analysis, VERIFY_TOOLS, format="structural-tag", tool_choice="required", parallel=False)
     _check_structural_tag(st)
     assert st["format"]["at_least_one"] and st["format"]["stop_after_first"]
-    assert [t["begin"] for t in st["format"]["tags"]] and len(st["format"]["tags"]) == 2
+    tags = st["format"]["tags"]
+    text = json.dumps(tags)
+    assert tags and "get_weather" in text and "run_query" in text
     try:
         import xgrammar
     except ImportError:
         pytest.skip("xgrammar is not installed (it pulls in torch); the shape was checked")
     xgrammar.Grammar.from_structural_tag(json.dumps(st))
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+def test_structural_tag_layout_is_the_templates():
+    """Each call the template renders is ``begin`` + JSON + ``end`` byte for byte (the whitespace inside
+    the markers included), so the engines' triggered tags keep the model on its own format (xgrammar
+    itself runs in benchmarks/engines.py, in the engines' environments)."""
+    checked = 0
+    for path in TEMPLATES:
+        got = _cache.get(path) or _verified_quiet(path)
+        if not isinstance(got, tuple) or got[2].per_field().get("tool_calls") != "pass":
+            continue
+        try:
+            st = build(got[1].analysis, VERIFY_TOOLS, format="structural-tag")
+        except NoGrammar:
+            continue
+        tags = st["format"]["tags"]
+        for c in got[2].cases:
+            if c.status != "pass" or not _calls(c):
+                continue
+            spans = [m for t in tags for m in re.finditer(re.escape(t["begin"]) + r"(\{.*?\})" + re.escape(t["end"]), c.generated, re.S)]
+            names = [n for n, _ in _calls(c)]
+            assert len(spans) >= len(names), (path.stem, c.name, tags[0]["begin"], tags[0]["end"], c.generated[:200])
+            checked += 1
+    assert checked >= 50, checked
 
 
 def test_structural_tag_refuses_sections():
@@ -233,8 +303,9 @@ def test_api_and_cli(tmp_path, capsys, tokenizer):
     assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), "--format", "structural-tag"]) == 0
     _check_structural_tag(json.loads(capsys.readouterr().out))
     assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), "--tool-choice", "nope"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "'nope'" in err and "Traceback" not in err
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "grammar: no tokenizer (a bare template file; see --tokenizer): markers are matched as text"
+    assert len(err) == 2 and "'nope'" in err[1] and "Traceback" not in "".join(err)
     (tmp_path / "plain.jinja").write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
     assert main(["grammar", str(tmp_path / "plain.jinja"), "--tools", str(tmp_path / "tools.json")]) == 2
     assert "autoparser: error:" in capsys.readouterr().err

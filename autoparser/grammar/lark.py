@@ -3,12 +3,20 @@
 Free text runs in lazy lexemes that end at the first tool-call trigger or end marker, so text
 before a call can never contain the call's opener (the response_template opens a call there too).
 Arguments are ``%json`` with each tool's schema; tagged arguments are one rule per parameter in the
-schema's order, a string value raw up to the value's end marker, other values JSON. Markers are
-matched as text; whitespace between structural parts is free, as the parser's patterns allow."""
+schema's order, a string value raw up to the value's end marker, other values JSON. Whitespace between
+structural parts is free, as the parser's patterns allow.
+
+Markers are text unless the tokenizer is known (``tokens``: its added tokens, text -> id): llguidance
+treats every added token as special, so a marker that is one is written in its token syntax
+(``<[id]>``) and the free text before it is a lexeme that cannot spell the marker's text either (the
+parser reads text, so a spelt-out marker would open a call the grammar does not constrain).
+Nothing here uses a grammar feature newer than llguidance 1.7 (vLLM pins < 1.8)."""
 
 from __future__ import annotations
 
 import json
+
+import regex as re
 
 from .layout import NAME, Layout, NoGrammar, parameters
 
@@ -34,9 +42,44 @@ def rx(text: str) -> str:
 
 
 def json_rule(schema: dict) -> str:
-    """``%json`` for a schema. Templates that dump with ``ensure_ascii`` write ``\\u00fc``, which
-    llguidance refuses unless general unicode escapes are on (the parser decodes them alike)."""
-    return "%json " + json.dumps({**schema, "x-guidance": {"json_allow_general_unicode_escapes": True}}, ensure_ascii=False)
+    """``%json`` for a schema, with no ``x-guidance`` options: llguidance 1.7 refuses the field that would
+    allow ``\\u00fc``-style escapes, so a string is written with its characters as they are (the
+    parser reads ``ü`` and ``\\u00fc`` alike; only control characters are escaped)."""
+    return "%json " + json.dumps(schema, ensure_ascii=False)
+
+
+class Tokens:
+    """Splits marker text into added tokens (``<[id]>``) and text, leftmost-longest as tokenizers do."""
+
+    def __init__(self, added: dict[str, int] | None = None):
+        self.added = {t: int(i) for t, i in (added or {}).items() if isinstance(t, str) and t}
+        names = sorted(self.added, key=len, reverse=True)
+        self._re = re.compile("|".join(re.escape(t) for t in names)) if names else None
+
+    def pieces(self, text: str) -> list[tuple[bool, str]]:
+        """``(is_token, text)`` pieces of ``text``."""
+        if not self._re or not text:
+            return [(False, text)] if text else []
+        out, i = [], 0
+        for m in self._re.finditer(text):
+            if m.start() > i:
+                out.append((False, text[i : m.start()]))
+            out.append((True, m.group(0)))
+            i = m.end()
+        if i < len(text):
+            out.append((False, text[i:]))
+        return out
+
+    def has(self, text: str) -> bool:
+        return any(tok for tok, _ in self.pieces(text))
+
+    def seq(self, text: str) -> str:
+        """``text`` as a sequence of Lark items."""
+        return " ".join(f"<[{self.added[t]}]>" if tok else lit(t) for tok, t in self.pieces(text))
+
+    def ids(self, pattern: str) -> list[int]:
+        """Ids of the added tokens matching ``pattern`` in full."""
+        return sorted(i for t, i in self.added.items() if re.fullmatch(pattern, t))
 
 
 def _alt(texts) -> str:
@@ -50,26 +93,64 @@ def _is_string(schema: dict) -> bool:
 
 
 class _Writer:
-    def __init__(self, lay: Layout, fns: list[dict], tool_choice: str, parallel: bool):
+    def __init__(self, lay: Layout, fns: list[dict], tool_choice: str, parallel: bool, tokens: Tokens, after_reasoning: bool):
         self.lay, self.fns, self.choice, self.parallel = lay, fns, tool_choice, parallel
+        self.tok, self.after_reasoning = tokens, after_reasoning
         self.rules: list[str] = []
 
     def rule(self, text: str) -> None:
-        self.rules.append(text)
+        if text not in self.rules:  # a section written twice (two start forms) defines its calls once
+            self.rules.append(text)
+
+    def lit(self, text: str) -> str:
+        return self.tok.seq(text)
+
+    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=()) -> str:
+        """Rule ``name``: [whitespace and ``lead``] free text, then one of ``markers``. The text is lazy
+        (it ends at the first marker); ``first``: a regex the text must start with. A marker that
+        holds an added token is reached by a free-text lexeme that cannot spell it, then its tokens.
+        ``avoid``: other markers at this place the text must not spell where they are tokens."""
+        markers = [m for m in dict.fromkeys(markers) if m]
+        tokened = [m for m in markers if self.tok.has(m)]
+        plain = [m for m in markers if m not in tokened]
+        spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)]
+        never = f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in spelt)})(?s:.*)/" if spelt else ""
+        if not tokened and not self.tok.has(lead) and not never:
+            head = f"{WS_CHARS}*{rx(lead)}" if lead else ""
+            self.rule(f"{name}[lazy]: /{head}{first}(?s:.*){_alt(plain)}/")
+            return name
+        head = f"WS? {self.lit(lead)} " if lead else ""
+        alts = []
+        if plain:
+            self.rule(f"{name}_t[lazy]: /{first}(?s:.*){_alt(plain)}/{never}")
+            alts.append(f"{name}_t")
+        free = f"FREE_{name.upper()}"
+        body = f"{first}(?s:.*)" if first else "(?s:.+)"
+        self.rule(f"{free}: /{body}/{never}")
+        for m in tokened:
+            pieces = self.tok.pieces(m)
+            if not pieces[0][0]:  # text before the marker's first token: reach that text lazily
+                k = len(self.rules)
+                self.rule(f"{name}_p{k}[lazy]: /{first}(?s:.*){rx(pieces[0][1])}/{never}")
+                alts.append(f"{name}_p{k} {self.lit(m[len(pieces[0][1]):])}")
+            else:
+                alts.append(f"{free}? {self.lit(m)}")
+        self.rule(f"{name}: {head}(" + " | ".join(alts) + ")")
+        return name
 
     def header(self, i: int, drop: str = "") -> str:
         """Tool ``i``'s call header; ``drop``: the trigger the free text already consumed."""
         parts: list[str] = []
         for item in self.lay.header:
             if item == NAME:
-                parts.append(lit(self.fns[i]["name"]))
+                parts.append(self.lit(self.fns[i]["name"]))
             elif isinstance(item, tuple):
                 parts.append(f"/{item[1]}/")
             else:
                 text = item[len(drop):] if drop and item.startswith(drop) else item
                 drop = ""
                 if text:
-                    parts.append(lit(text))
+                    parts.append(self.lit(text))
         return " ".join(parts)
 
     def kv_args(self, i: int) -> str:
@@ -82,16 +163,16 @@ class _Writer:
             suffix = lay.key_suffix
             if not _is_string(sub) and "true" in suffix:
                 suffix = suffix.replace("true", "false")  # DeepSeek V3.2: string="false" on non-strings
-            head = lit(lay.key_prefix + key + suffix)
+            head = self.lit(lay.key_prefix + key + suffix)
             if _is_string(sub):
-                self.rule(f"{name}_v[lazy]: /(?s:.*){rx(lay.value_suffix)}/")
+                self.upto(f"{name}_v", [lay.value_suffix])
                 self.rule(f"{name}: {head} {name}_v")
             elif isinstance(sub, dict) and sub.get("type") == "boolean":
-                self.rule(f"{name}: {head} WS? /(true|false|True|False)/ WS? {lit(lay.value_suffix)}")
+                self.rule(f"{name}: {head} WS? /(true|false|True|False)/ WS? {self.lit(lay.value_suffix)}")
             else:
-                self.rule(f"{name}: {head} WS? {name}_v WS? {lit(lay.value_suffix)}")
+                self.rule(f"{name}: {head} WS? {name}_v WS? {self.lit(lay.value_suffix)}")
                 self.rule(f"{name}_v: {json_rule(sub or {})}")
-            sep = f"WS? {lit(lay.arg_separator)} " if lay.arg_separator and out else ""
+            sep = f"WS? {self.lit(lay.arg_separator)} " if lay.arg_separator and out else ""
             out.append(f"({sep}WS? {name})" + ("" if key in required else "?"))
         return " ".join(out)
 
@@ -107,33 +188,13 @@ class _Writer:
             args = f"args{i}"
             if not drop:
                 self.rule(f"args{i}: {self.kv_args(i) or 'WS?'}")
-        end = f" WS? {lit(lay.call_end)}" if lay.call_end else ""
+        end = f" WS? {self.lit(lay.call_end)}" if lay.call_end else ""
         self.rule(f"{name}: {self.header(i, drop)} {args}{end}")
         return name
 
     def call_object(self) -> str:
         """``obj``: one JSON call object (an anyOf over the tools)."""
-        lay, schemas = self.lay, []
-        for fn in self.fns:
-            if lay.kind == "json_key":
-                schemas.append({"type": "object", "properties": {fn["name"]: parameters(fn)}, "required": [fn["name"]], "additionalProperties": False})
-                continue
-            tree: dict = {}
-            first = next((p for p in (lay.name_path, lay.args_path, lay.id_path) if p[:1] == (lay.first_key,)), None)
-            if first is None and lay.extra_key:
-                tree[lay.extra_key] = ({}, False)
-            elif first:
-                tree[first[0]] = None  # a placeholder keeping the rendered first key first
-            tree.setdefault("type", ({"type": "string"}, False))  # OpenAI-style objects carry it ("function")
-            for path, leaf, req in ((lay.name_path, {"const": fn["name"]}, True), (lay.args_path, parameters(fn), True), (lay.id_path, {"type": "string"}, False)):
-                node = tree
-                for key in path[:-1]:
-                    if node.get(key) is None:
-                        node[key] = ({}, True)
-                    node = node[key][0]
-                if path:
-                    node[path[-1]] = (leaf, req)
-            schemas.append(_schema(tree))
+        schemas = [call_schema(self.lay, fn) for fn in self.fns]
         one = schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
         self.rule(f"obj: {json_rule(one)}")
         return "obj"
@@ -141,32 +202,32 @@ class _Writer:
     def section(self, consumed: bool) -> str:
         """The tool-call section after the trigger (``consumed``) or from its start."""
         lay, many = self.lay, self.parallel
-        sep = f"WS? {lit(lay.separator)} " if lay.separator else ""
+        sep = f"WS? {self.lit(lay.separator)} " if lay.separator else ""
         if lay.kind in ("json_array", "json_key"):
             obj = self.call_object()
-            head = "" if consumed or not lay.call_start else f"WS? {lit(lay.call_start)} "
+            head = "" if consumed or not lay.call_start else f"WS? {self.lit(lay.call_start)} "
             more = f" (WS? \",\" WS? {obj})*" if many else ""
-            end = f" WS? {lit(lay.call_end)}" if lay.call_end else ""
+            end = f" WS? {self.lit(lay.call_end)}" if lay.call_end else ""
             return f"{head}WS? \"[\" WS? {obj}{more} WS? \"]\"{end}"
         if lay.kind == "json":
             obj = self.call_object()
-            end = f" WS? {lit(lay.call_end)}" if lay.call_end else ""
+            end = f" WS? {self.lit(lay.call_end)}" if lay.call_end else ""
             if not lay.call_start:
                 return f"WS? {obj}{end}"  # the parser reads a call only at the start of the reply
-            first = f"WS? {obj}{end}" if consumed else f"WS? {lit(lay.call_start)} WS? {obj}{end}"
-            nxt = f"{sep}WS? {lit(lay.call_start)} WS? {obj}{end}"
+            first = f"WS? {obj}{end}" if consumed else f"WS? {self.lit(lay.call_start)} WS? {obj}{end}"
+            nxt = f"{sep}WS? {self.lit(lay.call_start)} WS? {obj}{end}"
             return first + (f" ({nxt})*" if many else "")
         idx = range(len(self.fns))
         full = "(" + " | ".join(self.call(i) for i in idx) + ")"
         if lay.section_start:
-            head = "" if consumed else f"WS? {lit(lay.section_start)} "
+            head = "" if consumed else f"WS? {self.lit(lay.section_start)} "
             first = f"{head}WS? {full}"
         elif consumed:
             first = "(" + " | ".join(self.call(i, drop=lay.trigger) for i in idx) + ")"
         else:
             first = f"WS? {full}"
         more = f" ({sep}WS? {full})*" if many else ""
-        end = f" WS? {lit(lay.section_end)}" if lay.section_end else ""
+        end = f" WS? {self.lit(lay.section_end)}" if lay.section_end else ""
         return first + more + end
 
     def write(self) -> str:
@@ -177,45 +238,88 @@ class _Writer:
         if ends or lay.content_start:
             # With wrapped content the parser drops text outside fields: a model may close the turn
             # with its own turn marker (Command R7B's <|END_OF_TURN_TOKEN|> after an action).
-            marker = [f"/{SPECIAL_MARKER}/"] if lay.content_start else []
-            self.rule("end: " + " | ".join([lit(e) for e in ends] + marker))
+            marker = []
+            if lay.content_start:
+                ids = self.tok.ids(SPECIAL_MARKER)
+                marker = [f"<[{','.join(map(str, ids))}]>"] if ids else []
+                marker.append(f"/{SPECIAL_MARKER}/")
+            self.rule("end: " + " | ".join([self.lit(e) for e in ends] + marker))
         content: list[str] = []
         calls: list[str] = []
         if lay.content_start:
-            self.rule(f"cwrap[lazy]: /{WS_CHARS}*{rx(lay.content_start)}(?s:.*){_alt([lay.content_end])}/")
+            self.upto("cwrap", [lay.content_end], lead=lay.content_start)
             content += ["cwrap tail", "WS?"]
             if self.choice != "none":
-                self.rule(f"open: /{WS_CHARS}*{rx(lay.trigger)}/" if lay.trigger else "open: WS?")
+                if not lay.trigger:
+                    self.rule("open: WS?")
+                elif self.tok.has(lay.trigger):
+                    self.rule(f"open: WS? {self.lit(lay.trigger)}")
+                else:
+                    self.rule(f"open: /{WS_CHARS}*{rx(lay.trigger)}/")
                 calls.append(f"cwrap? open {self.section(consumed=bool(lay.trigger))} tail")
         elif lay.trigger:
             if ends:
-                self.rule(f"text_end[lazy]: /(?s:.*){_alt(ends)}/")
-                content.append("text_end")
-            self.rule("TEXT: /(?s:.+)/")
+                content.append(self.upto("text_end", ends, avoid=[lay.trigger]))
+            avoid = [m for m in [lay.trigger, *ends] if self.tok.has(m)]
+            self.rule("TEXT: /(?s:.+)/" + (f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/" if avoid else ""))
             content.append("TEXT?")
             if self.choice != "none":
-                self.rule(f"text_call[lazy]: /(?s:.*){rx(lay.trigger)}/")
-                calls.append(f"text_call {self.section(consumed=True)} tail")
+                calls.append(f"{self.upto('text_call', [lay.trigger])} {self.section(consumed=True)} tail")
         else:  # calls only at the very start: content must not look like one
             first = "[ \\t\\r\\n]*[^{\\[ \\t\\r\\n]"
             if ends:
-                self.rule(f"text_end[lazy]: /{first}(?s:.*){_alt(ends)}/")
-                content.append("text_end")
-            self.rule(f"TEXT: /{first}(?s:.*)/")
+                content.append(self.upto("text_end", ends, first=first))
+            avoid = [m for m in ends if self.tok.has(m)]
+            self.rule(f"TEXT: /{first}(?s:.*)/" + (f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/" if avoid else ""))
             content.append("TEXT?")
             if self.choice != "none":
                 calls.append(f"{self.section(consumed=False)} tail")
         body = calls if self.choice not in ("auto", "none") else content + calls
         self.rule("body: " + "\n    | ".join(body))
+        starts = []
         if lay.reasoning_end and lay.reasoning_open:
-            self.rule(f"think[lazy]: /(?s:.*){rx(lay.reasoning_end)}/")
-            start = "start: think body"
+            if self.after_reasoning:
+                starts.append("body")  # the engine applies the grammar after its reasoning parser saw the end
+            else:
+                starts.append(f"{self.upto('think', [lay.reasoning_end])} body")
         elif lay.reasoning_end and lay.reasoning_start:
-            self.rule(f"think[lazy]: /{WS_CHARS}*{rx(lay.reasoning_start)}(?s:.*){rx(lay.reasoning_end)}/")
-            start = "start: think? body"
+            starts.append(f"{self.upto('think', [lay.reasoning_end], lead=lay.reasoning_start)}? body")
         else:
-            start = "start: body"
-        return "%llguidance {}\n" + start + "\n" + "\n".join(self.rules) + "\n"
+            starts.append("body")
+        if lay.reasoning_implicit_end and lay.reasoning_end and lay.trigger and self.choice != "none":
+            # Reasoning that the call's opener ends (no end marker): the grammar runs on into the call.
+            # Where the engine's gate opens at that opener (vLLM: whenever the prompt has not settled
+            # reasoning), the grammar starts right after it.
+            if self.after_reasoning:
+                starts.append(f"{self.section(consumed=True)} tail")
+            if lay.reasoning_open:
+                if not self.after_reasoning:
+                    starts.append(f"{self.upto('think_call', [lay.trigger])} {self.section(consumed=True)} tail")
+            elif lay.reasoning_start:
+                starts.append(f"{self.upto('think_call', [lay.trigger], lead=lay.reasoning_start)} {self.section(consumed=True)} tail")
+        return "%llguidance {}\nstart: " + "\n    | ".join(starts) + "\n" + "\n".join(self.rules) + "\n"
+
+
+def call_schema(lay: Layout, fn: dict) -> dict:
+    """The JSON schema of one call object of tool ``fn`` in a JSON layout (keys in the rendered order)."""
+    if lay.kind == "json_key":
+        return {"type": "object", "properties": {fn["name"]: parameters(fn)}, "required": [fn["name"]], "additionalProperties": False}
+    tree: dict = {}
+    first = next((p for p in (lay.name_path, lay.args_path, lay.id_path) if p[:1] == (lay.first_key,)), None)
+    if first is None and lay.extra_key:
+        tree[lay.extra_key] = ({}, False)
+    elif first:
+        tree[first[0]] = None  # a placeholder keeping the rendered first key first
+    tree.setdefault("type", ({"type": "string"}, False))  # OpenAI-style objects carry it ("function")
+    for path, leaf, req in ((lay.name_path, {"const": fn["name"]}, True), (lay.args_path, parameters(fn), True), (lay.id_path, {"type": "string"}, False)):
+        node = tree
+        for key in path[:-1]:
+            if node.get(key) is None:
+                node[key] = ({}, True)
+            node = node[key][0]
+        if path:
+            node[path[-1]] = (leaf, req)
+    return _schema(tree)
 
 
 def _schema(tree: dict) -> dict:
@@ -227,8 +331,14 @@ def _schema(tree: dict) -> dict:
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
-def lark_grammar(lay: Layout, fns: list[dict], *, tool_choice: str = "auto", parallel: bool = True) -> str:
-    """The Lark grammar of one assistant turn for these tools (``fns``: function definitions)."""
+def lark_grammar(lay: Layout, fns: list[dict], *, tool_choice: str = "auto", parallel: bool = True,
+                 tokens: dict[str, int] | None = None, after_reasoning: bool = False) -> str:
+    """The Lark grammar of one assistant turn for these tools (``fns``: function definitions).
+
+    ``tokens``: the tokenizer's added tokens (text -> id), written in token syntax where a marker is
+    one. ``after_reasoning``: the form for an engine that applies the grammar only once its reasoning
+    parser has seen reasoning end (vLLM and SGLang with a reasoning parser): where the prompt leaves
+    reasoning open, the grammar starts after the reasoning's end instead of inside it."""
     if not fns:
         raise NoGrammar("no tools to call")
-    return _Writer(lay, fns, tool_choice, parallel).write()
+    return _Writer(lay, fns, tool_choice, parallel, Tokens(tokens), after_reasoning).write()

@@ -39,6 +39,8 @@ class Layout:
     section_end: str = ""
     call_start: str = ""  # JSON formats: before each object (or the array)
     call_end: str = ""
+    call_start_raw: str = ""  # the same with the template's whitespace (structural tags state it exactly)
+    call_end_raw: str = ""
     separator: str = ""  # between calls, beyond whitespace
     header: tuple = ()  # tag formats: literal strings, ("re", regex) and NAME
     name_path: tuple[str, ...] = ()
@@ -53,6 +55,7 @@ class Layout:
     reasoning_start: str = ""
     reasoning_end: str = ""
     reasoning_open: bool = False  # the generation prompt opened the reasoning block
+    reasoning_implicit_end: bool = False  # the call's opener also ends reasoning (as the parser reads it)
     content_start: str = ""  # content wrapped in its own markers
     content_end: str = ""
     ends: tuple[str, ...] = field(default_factory=tuple)  # end-of-turn markers
@@ -135,7 +138,10 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         opened = reasoning_open
         if opened is None:
             opened = not r.start or a.turn.generation_prompt.rstrip().endswith(r.start)
-        common.update(reasoning_start=r.start.strip(), reasoning_end=r.end.strip(), reasoning_open=opened)
+        # The emitted thinking field closes at the call's opener too for reasoning that exists to plan
+        # calls (emit.template: TOOLS_ONLY with a marker-led opener).
+        implicit = r.mode == "TOOLS_ONLY" and bool(r.start)
+        common.update(reasoning_start=r.start.strip(), reasoning_end=r.end.strip(), reasoning_open=opened, reasoning_implicit_end=implicit)
     if c.mode == "ALWAYS_WRAPPED" and c.start.strip():
         common.update(content_start=c.start.strip(), content_end=(c.end.strip() or (ends[0] if ends else "")))
         if not common["content_end"]:
@@ -151,6 +157,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         if kind != "json_key" and not (t.name_path and t.args_path):
             raise NoGrammar("call objects without name and arguments paths")
         return Layout(kind, trigger=start, call_start=start, call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+                      call_start_raw=t.call_start, call_end_raw=t.call_end,
                       first_key=t.first_key, extra_key=extra, **paths, **common)
     if args.kind == "pythonic":
         raise NoGrammar("pythonic calls are not constrained yet (their argument values are Python literals)")
@@ -170,6 +177,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
     return Layout("tagged_json" if args.kind == "json" else "tagged_kv", trigger=trigger, section_start=section,
                   section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+                  call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)
 
 
@@ -189,3 +197,12 @@ def select_tools(tools: list, tool_choice: str) -> list[dict]:
 def parameters(fn: dict) -> dict:
     p = fn.get("parameters")
     return p if isinstance(p, dict) else {"type": "object", "properties": {}}
+
+
+def marker_texts(lay: Layout) -> list[str]:
+    """Every literal the layout writes around content and calls (for a tokenizer check: which of
+    them are added tokens decides how a grammar spells them)."""
+    items = [lay.trigger, lay.section_start, lay.section_end, lay.call_start, lay.call_end, lay.separator,
+             lay.key_prefix, lay.key_suffix, lay.value_suffix, lay.arg_separator, lay.reasoning_start, lay.reasoning_end,
+             lay.content_start, lay.content_end, *lay.ends, *(h for h in lay.header if isinstance(h, str))]
+    return [m for m in dict.fromkeys(items) if m and m.strip()]

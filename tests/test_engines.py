@@ -1,0 +1,124 @@
+"""Grammars for the llguidance the engines ship, and the engines' own code where it is installed.
+
+vLLM pins llguidance < 1.8 (1.7.6), SGLang ships 1.9; the ``test`` extra installs the newest. A grammar
+feature 1.7 does not know fails every request in vLLM, so the corpus grammars are also compiled and run
+with llguidance 1.7: ``.ci/run`` installs that wheel (7 MB, no dependencies) into ``.ci/llguidance-1.7``
+with ``pip install --target``, and this test runs it in a subprocess with that directory first on the
+path (one process cannot hold two versions of the extension). ``AUTOPARSER_LLGUIDANCE_OLD`` names another
+such directory. Without one the test skips with that reason, except under CI, where it fails.
+
+The vLLM test runs ``benchmarks/engines.py`` on a few corpus templates where vLLM is importable (its own
+virtualenv, not CI's): grammars compiled by its guidance backend, renderings accepted, the served form
+through its structured-output manager and reasoning parser, request shapes through its checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoparser.grammar.build import build
+from autoparser.grammar.layout import NoGrammar, layout, marker_texts
+from autoparser.verify import VERIFY_TOOLS
+from grammar_support import calls, control_tokens, opened, raw_unicode
+
+ROOT = Path(__file__).resolve().parents[1]
+OLD = Path(os.environ.get("AUTOPARSER_LLGUIDANCE_OLD") or ROOT / ".ci" / "llguidance-1.7")
+SHARED = ROOT.parent / "shared" / "corpus"
+TEMPLATES = sorted((SHARED / "templates").glob("*.jinja"))
+TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
+
+CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import llguidance, llguidance.hf
+sys.path.insert(0, sys.argv[3])
+from grammar_support import byte_tokenizer
+jobs = json.load(open(sys.argv[2]))
+out = {"version": llguidance.__file__, "results": []}
+for job in jobs:
+    hf = byte_tokenizer(job["added"])
+    tok = llguidance.hf.from_tokenizer(hf)
+    res = []
+    for g, text in job["checks"]:
+        m = llguidance.LLMatcher(tok, llguidance.grammar_from("lark", g), log_level=0)
+        if m.is_error():
+            res.append("error: " + m.get_error()[:200])
+            continue
+        ids = hf.encode(text, add_special_tokens=False)
+        res.append("accept" if all(m.consume_token(t) for t in ids) and m.is_accepting() else "reject")
+    out["results"].append(res)
+print(json.dumps(out))
+"""
+
+
+def _jobs():
+    """Per corpus template with a grammar: its markers as added tokens, and (grammar, rendering) pairs
+    in the text and token forms and the served (after-reasoning) form."""
+    import autoparser
+    from autoparser.verify import verify
+
+    jobs = []
+    for path in TEMPLATES:
+        src = path.read_text(encoding="utf-8")
+        try:
+            res = autoparser.infer_result(src, TOKENS)
+            lay = layout(res.analysis)
+            build(res.analysis, VERIFY_TOOLS)
+        except (autoparser.AutoparserError, NoGrammar):
+            continue
+        report = verify(src, res.template, TOKENS, analysis=res.analysis)
+        if report.per_field().get("tool_calls") != "pass":
+            continue
+        added = control_tokens(marker_texts(lay))
+        from grammar_support import byte_tokenizer
+
+        vocab = byte_tokenizer(added).get_added_vocab()
+        checks = []
+        for c in report.cases:
+            if c.status != "pass" or not calls(c) or c.history:
+                continue
+            o = opened(res.analysis, c.prompt)
+            text = raw_unicode(c.generated)
+            checks.append((build(res.analysis, VERIFY_TOOLS, reasoning_open=o, tokens=vocab), text))
+            if not o:  # (an open prompt's rendering starts inside reasoning, where this form does not)
+                checks.append((build(res.analysis, VERIFY_TOOLS, reasoning_open=o, tokens=vocab, after_reasoning=True, tool_choice="required"), text))
+        if checks:
+            jobs.append({"name": path.stem, "added": added, "checks": checks})
+    return jobs
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+def test_grammars_with_llguidance_vllm_pins(tmp_path):
+    if not (OLD / "llguidance").is_dir():
+        msg = f"llguidance 1.7 not found at {OLD}: pip install --no-deps --target {OLD} 'llguidance>=1.7,<1.8'"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    jobs = _jobs()
+    assert len(jobs) >= 35, len(jobs)
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    run = subprocess.run([sys.executable, "-c", CHILD, str(OLD), str(tmp_path / "jobs.json"), str(ROOT / "tests")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert str(OLD) in out["version"], out["version"]  # the old wheel, not the venv's
+    bad = [(job["name"], r, text[:120]) for job, results in zip(jobs, out["results"]) for (g, text), r in zip(job["checks"], results) if r != "accept"]
+    assert not bad, bad[:5]
+
+
+def test_vllm_engine_check(capsys):
+    pytest.importorskip("vllm", reason="vLLM is not installed here (run benchmarks/engines.py with the engines' Python)")
+    if not TEMPLATES:
+        pytest.skip(f"corpus not found at {SHARED}")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import engines
+
+    assert engines.main(["--only", "Qwen-Qwen3-0.6B", "Hermes-3", "Kimi-K2-Thinking"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    nums = [tuple(map(int, part.split()[-1].split("/"))) for part in last.split(";")[1:4]]
+    assert all(a == b and b for a, b in nums), last
