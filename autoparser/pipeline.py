@@ -20,7 +20,7 @@ from .emit import emit
 from .errors import AnalysisError, AutoparserError, VerificationError
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
-from .verify import realistic, roundtrip
+from .verify import roundtrip
 from .verify.verdict import describe, settle
 
 @dataclass(frozen=True)
@@ -111,8 +111,6 @@ def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_di
         warnings = warnings if reduced_warnings is None else reduced_warnings
         if verdict["status"] == "degraded":
             warnings.append(describe(verdict))
-        if (real := realistic.line(verdict)) is not None:
-            warnings.append(real)
     for name in ("bos_token", "eos_token"):
         if re.search(rf"\b{name}\b", chat_template) and not (special_tokens or {}).get(name):
             warnings.append(f"the template reads {name}, which was not given, so it rendered empty; markers it writes may be missing (CLI: --token {name}=...)")

@@ -202,6 +202,11 @@ def describe(verdict: dict | None) -> str:
             held = [k for k, v in (verdict.get("tool_capabilities") or {}).items() if v == "pass"]
             parts.append(f"tool calls not covered: {', '.join(CAPABILITY_WORDS.get(u, u) for u in uncovered)} "
                          f"(their text arrives as content; covered: {', '.join(CAPABILITY_WORDS.get(h, h) for h in held)})")
-        return f"degraded: {'; '.join(parts)}; first failure: {verdict['first_failure']}"
+        return f"degraded: {'; '.join(parts)}; first failure: {verdict['first_failure']}" + _real(verdict)
     kept = ", ".join(f"{f} {v}" for f, v in verdict["fields"].items() if v != "absent")
-    return f"full ({kept})"
+    return f"full ({kept})" + _real(verdict)
+
+
+def _real(verdict: dict) -> str:
+    line = realistic.line(verdict)
+    return f"; {line}" if line else ""
