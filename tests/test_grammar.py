@@ -136,6 +136,15 @@ def test_grammar(path, tokenizer):
     assert calls_seen, "no probe call was rendered"
 
 
+# Token-aware grammars that reject a verified rendering, with why; kept true both ways (a listed template
+# whose renderings are all accepted fails the test).
+TOKENS_KNOWN = {
+    "wild/105-vllm": "the template writes the assistant header and a reasoning close again before its calls "
+                     "(<｜Assistant｜></think>, a history artifact no model writes); with </think> an added token, "
+                     "free text before the calls cannot hold it",
+}
+
+
 @pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
 @pytest.mark.parametrize("path", TEMPLATES, ids=_id)
 def test_grammar_tokens(path):
@@ -173,6 +182,9 @@ def test_grammar_tokens(path):
         opened = _opened(a, c.prompt)
         text = raw_unicode(c.generated)
         ids = hf.encode(text, add_special_tokens=False)
+        if _id(path) in TOKENS_KNOWN:
+            assert not ok(build(a, VERIFY_TOOLS, reasoning_open=opened, tokens=vocab), ids), f"listed but accepted: {c.name}"
+            pytest.xfail(TOKENS_KNOWN[_id(path)])
         assert ok(build(a, VERIFY_TOOLS, reasoning_open=opened, tokens=vocab), ids), f"rejects {c.name}: {text[:300]!r}"
         seen += 1
         if "get_weather" in {n for n, _ in _calls(c)}:
