@@ -100,7 +100,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.array_wrapped:
         field["transform_each"] = True
     field["transform"] = transform
-    return field, warnings
+    return never_raises(field, at_end=not end), warnings
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -246,6 +246,107 @@ def dropped_section(t: Tools) -> str | None:
     return esc(t.section_start) + r"[\s\S]*?(?:" + (esc(t.section_end) + r"\s*|" if t.section_end else "") + r"\Z)"
 
 
+# A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jp`` a "key": value pair.
+_JSTR = r'"(?:[^"\\\n]++|\\.)*+"'
+# Atomic groups: each value matches one way only, so a malformed or cut call fails in linear time.
+JSON_DEFINE = (r"(?(DEFINE)(?P<jv>(?>\s*(?:(?&jo)|\[\s*(?:(?&jv)(?:,(?&jv))*+)?+\]|" + _JSTR
+               + r"|-?\d++(?:\.\d++)?+(?:[eE][+-]?\d++)?+|true|false|null)\s*))(?P<jp>(?>" + _JSTR
+               + r"\s*:(?&jv)))(?P<jo>(?>\{\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}))"
+               # Only balanced: checked first, it fails (or stays partial) on a call still arriving at a
+               # tenth of the grammar's cost, so a stream pays the grammar once per call.
+               + r"(?P<jb>\{(?:[^{}\"]++|" + _JSTR + r"|(?&jb))*+\}|\[(?:[^\[\]\"]++|" + _JSTR + r"|(?&jb))*+\]))")
+TELL = 20  # characters after a JSON value that tell its close from other text (longer than any end marker)
+_PLACE = re.compile(r"^\{(\w+)(?:\.(\w+))?")
+
+
+def _placeholders(transform) -> list[str]:
+    if isinstance(transform, dict):
+        return [p for v in transform.values() for p in _placeholders(v)]
+    return [transform[1:-1]] if isinstance(transform, str) and _PLACE.match(transform) and transform.endswith("}") else []
+
+
+def _object_with(keys) -> str:
+    """A JSON object that has each of ``keys`` at its top level, in any order."""
+    need = "".join(rf'(?=\s*(?:(?&jp),\s*)*"{re.escape(k)}"\s*:)' for k in keys)
+    return rf"\{{{need}(?>\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}})"
+
+
+def _close_regex(field: dict) -> str:
+    if "close" in field:
+        return "|".join(literals([field["close"]] if isinstance(field["close"], str) else field["close"]))
+    return re.sub(r"\(\?P<\w+>", "(?:", field.get("close_pattern", ""))
+
+
+def _open_regex(field: dict) -> str:
+    if "open" in field:
+        return "(?:" + "|".join(literals([field["open"]] if isinstance(field["open"], str) else field["open"])) + ")"
+    return "(?:" + field["open_pattern"] + ")"
+
+
+def never_raises(field: dict, at_end: bool = True) -> dict:
+    r"""The tool-call field made safe for any text: transformers' parser raises when a region's JSON does
+    not parse, a transform indexes into a value that is not an object or lacks the key, or a placeholder
+    names a group that did not take part in the match (KeyError). So:
+
+    - arguments read as a whole region (``{content}``): ``allow_non_json``, a malformed or cut body comes
+      back as its text (visible, never raised);
+    - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
+      as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
+      of them) followed by its close, or by the end of the text where the close is the turn's end marker
+      (``at_end``: engines strip it). A call that is not one is no call, and its text stays in content.
+      Streamed, the end of the text is the end of what arrived, so such a region also closes where
+      its value ends (text after it is content);
+    - an id placeholder gets an empty default capture written before the pattern's own (the regex
+      module keeps a name's last capture), so a call without an id parses with ``"id": ""``."""
+    if field.get("content") != "json" or "(?(DEFINE)" in field.get("open_pattern", ""):
+        return _id_default(field)
+    roots = [p.split(".") for p in _placeholders(field.get("transform"))]
+    each = field.get("transform_each")
+    indexed = [r[1] for r in roots if r[0] == "content" and len(r) > 1]
+    if not each and not indexed:
+        field["content_args"] = {**field.get("content_args", {}), "allow_non_json": True}
+        return _id_default(field)
+    if each:
+        optional = {"id"}
+        keys = [r[0] for r in roots if r[0] not in optional]
+        obj = _object_with(dict.fromkeys(keys))
+        shape = rf"\s*\[\s*{obj}(?:\s*,\s*{obj})*\s*\]"
+    else:
+        shape = r"\s*" + _object_with(dict.fromkeys(indexed))
+    close = _close_regex(field)
+    ends = ([close] if close else []) + ([r"\Z"] if at_end or not close else [])
+    after = rf"\s*(?:{'|'.join(ends)})"
+    ahead = rf"(?=\s*+(?&jb){after})(?={shape}{after})"
+    pattern = _open_regex(field) + ahead + JSON_DEFINE
+    field.pop("open", None)
+    field["open_pattern"] = pattern
+    if at_end or not close:
+        # Streamed, the value may be complete when a chunk ends and text (not its close) may follow in a
+        # later one: the region then also closes where the value ends (``\G`` is where the region's body
+        # began, ``\K`` leaves the value in it), and what follows is content.
+        # Enough text to tell a close from what is not one, whitespace taken whole (``\s*+``): a close
+        # cut at a chunk's end, or whitespace before it, must not end the region here.
+        after = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
+        rest = rf"\G(?=\s*+(?&jb))(?={shape}{after}){shape}\K"  # held from \G until decided
+        field.pop("close", None)
+        field["close_pattern"] = (f"{close}|" if close else "") + rest + JSON_DEFINE
+    keys = list(field)
+    order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
+    field = {k: field[k] for k in order}
+    if each and "id" in [r[0] for r in roots]:
+        field["open_pattern"] = "(?P<id>)" + field["open_pattern"]
+    return _id_default(field)
+
+
+def _id_default(field: dict) -> dict:
+    """An ``{id}`` capture that may not take part in a match gets an empty default before it."""
+    roots = [p.split(".")[0] for p in _placeholders(field.get("transform"))]
+    pattern = field.get("open_pattern", "")
+    if "id" in roots and "(?P<id>" in pattern and not pattern.startswith("(?P<id>)") and not field.get("transform_each"):
+        field["open_pattern"] = "(?P<id>)" + pattern
+    return field
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
@@ -260,4 +361,4 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
         field, w = _tagged(t, ends, others)
-    return field, warnings + w
+    return never_raises(field), warnings + w
