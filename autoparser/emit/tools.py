@@ -100,7 +100,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.array_wrapped:
         field["transform_each"] = True
     field["transform"] = transform
-    return never_raises(field, at_end=not end), warnings
+    return never_raises(field), warnings
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:

@@ -9,7 +9,9 @@ The verdict is a plain dict (it goes into JSON files, the cache and across proce
 ``status`` full | degraded | refused; ``fields``: content, reasoning, tool_calls, ids -> pass | limit | fail
 | absent (absent: the complete template does not parse it or no probe message carries it); ``dropped``:
 the fields the emitted template lacks; ``first_failure``: the complete template's first diverging case;
-``reason``: why it was refused; ``counts`` and ``limits`` of the emitted template's verification.
+``reason``: why it was refused; ``counts`` and ``limits`` of the emitted template's verification;
+``realistic``: variant -> pass | fail for the outputs real models write (``verify.realistic``), with
+``realistic_failures``: variant -> its first failure. A failing variant is reported, never dropped for.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     verdict = {"status": "full", "fields": fields, "dropped": [], "first_failure": report.first_line(), "reason": None,
                "counts": report.counts(), "limits": report.limits()}
     if report.passed:
+        _realistic(verdict, report, template, a, reasoning_field)
         unparsed = _unparsed(report)
         if unparsed:  # rendered, but the analysis emitted no field for it: say so, as for a field left out
             fields.update(dict.fromkeys(unparsed, "fail"))
@@ -84,11 +87,18 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
             if last.passed:
                 dropped = [f for f in FIELDS if f in drop]
                 verdict.update(status="degraded", dropped=dropped, counts=last.counts(), limits=last.limits())
+                _realistic(verdict, last, reduced, a, reasoning_field)
                 return reduced, warnings, verdict
     failing = sorted({f for f, v in last.per_field().items() if v == "fail"}) or ["content"]
     why = report.reason() if report.first_failure() is None else f"{'/'.join(failing)} does not round-trip: {last.first_line()}"
     verdict.update(status="refused", reason=why, counts=report.counts())
     raise VerificationError(f"no verified response_template: {why}", verdict=verdict)
+
+
+def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_field: str) -> None:
+    from .realistic import check
+
+    verdict["realistic"], verdict["realistic_failures"] = check(report.cases, template, a, report.fields, reasoning_field)
 
 
 def _unparsed(report) -> list[str]:
@@ -105,9 +115,11 @@ def describe(verdict: dict | None) -> str:
         return "not verified"
     if verdict["status"] == "refused":
         return f"refused: {verdict['reason']}"
+    failing = [k for k, v in (verdict.get("realistic") or {}).items() if v == "fail"]
+    real = f"; real outputs it does not take: {', '.join(failing)}" if failing else ""
     if verdict["status"] == "degraded":
         dropped = verdict["dropped"]
         spill = "; ".join(SPILL[f] for f in dropped if f in SPILL) or "calls come without ids"
-        return f"degraded: parsing of {', '.join(dropped)} left out ({spill}); first failure: {verdict['first_failure']}"
+        return f"degraded: parsing of {', '.join(dropped)} left out ({spill}); first failure: {verdict['first_failure']}{real}"
     kept = ", ".join(f"{f} {v}" for f, v in verdict["fields"].items() if v != "absent")
-    return f"full ({kept})"
+    return f"full ({kept}){real}"

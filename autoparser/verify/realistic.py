@@ -1,0 +1,155 @@
+"""The realistic-output stage: what models and serving engines write is not exactly what the template renders.
+
+From verify's own cases (no new renders) each variant below is derived from a rendering that round-tripped,
+parsed with transformers' ``parse_response`` (one-shot; streamed too when asked), and judged:
+
+- ``space_before_marker``: a space before every marker (detokenizers put one before special tokens);
+- ``whitespace_added``: a newline after every marker the template writes none after;
+- ``whitespace_removed``: no whitespace next to any marker;
+- ``end_marker_stripped``: the end-of-turn marker left out (engines strip the stop token);
+- ``reasoning_opener_repeated``: the reasoning opener written again (after a prompt that opened it);
+- ``reasoning_opener_missing``: only the reasoning's close written, no opener;
+- ``ids_removed``: calls without their ids (the names and arguments must still parse);
+- ``text_around_calls``: text after the last call as well as before the first; both must be kept;
+- ``malformed_call``: a call with a brace or close removed; nothing may raise, its text must stay visible.
+
+Each variant must parse to the same message (fields compared as verify compares them; ids not judged
+where they were removed). A variant that fails is reported with its first failure; it never drops a
+field: real outputs vary, and knowing which variations the template takes is what a caller needs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import regex as re
+from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+from ..analysis.diff import markers
+from ..analysis.model import Analysis
+from .roundtrip import VERIFY_TOOLS, Case, _compare
+
+VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
+            "reasoning_opener_missing", "ids_removed", "text_around_calls", "malformed_call")
+AFTER = "QXAFTERQX and done."
+
+
+def structural_markers(a: Analysis) -> list[str]:
+    """The markers the analysis found (turn ends, reasoning, tool calls, content wrapper), longest first."""
+    t, r, c = a.tools, a.reasoning, a.content
+    texts = [*a.turn.end_markers, *t.end_markers, r.start, r.end, c.start, c.end, t.section_start, t.section_end, t.call_start, t.call_end]
+    out = set()
+    for s in texts:
+        s = (s or "").strip()
+        out.update(markers(s))
+    return sorted(out, key=len, reverse=True)
+
+
+def _spans(text: str, marks: list[str]) -> list[tuple[int, int]]:
+    if not marks:
+        return []
+    pat = re.compile("|".join(re.escape(m) for m in marks))
+    return [m.span() for m in pat.finditer(text)]
+
+
+def _edit(text: str, spans, fn) -> str:
+    out, last = [], 0
+    for s, e in spans:
+        out.append(text[last:s])
+        out.append(fn(text, s, e))
+        last = e
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _variants(case: Case, a: Analysis, marks: list[str]):
+    """(variant, text, expected, judge) for one verified case; judge is "same" or "kept" (malformed)."""
+    g, exp = case.generated, case.expected
+    spans = _spans(g, marks)
+    if spans:
+        yield "space_before_marker", _edit(g, spans, lambda t, s, e: (" " if s > 0 and not t[s - 1].isspace() else "") + t[s:e]), exp, "same"
+        yield "whitespace_added", _edit(g, spans, lambda t, s, e: t[s:e] + ("\n" if e < len(t) and not t[e].isspace() else "")), exp, "same"
+        stripped = re.sub(r"\s+(?=" + "|".join(map(re.escape, marks)) + ")", "", g)
+        stripped = re.sub("(" + "|".join(map(re.escape, marks)) + r")\s+", r"\1", stripped)
+        yield "whitespace_removed", stripped, exp, "same"
+    ends = [e for e in (*a.turn.end_markers, *a.tools.end_markers) if e.strip()]
+    tail = next((e for e in sorted(ends, key=len, reverse=True) if g.rstrip().endswith(e)), None)
+    if tail:
+        yield "end_marker_stripped", g.rstrip()[: -len(tail)], exp, "same"
+    r = a.reasoning
+    if r.start and r.mode != "NONE" and "thinking" in exp:
+        opened = case.prompt.rstrip().endswith(r.start)
+        if opened:
+            yield "reasoning_opener_repeated", r.start + "\n" + g, exp, "same"
+        elif r.start in g:
+            i = g.index(r.start)
+            yield "reasoning_opener_repeated", g[:i] + r.start + g[i:], exp, "same"
+            yield "reasoning_opener_missing", g[:i] + g[i + len(r.start):], exp, "same"
+    calls = exp.get("tool_calls") or []
+    if calls and any(c.get("id") for c in calls):
+        text = g
+        for c in calls:
+            if c.get("id"):
+                text = re.sub(r'\s*"id"\s*:\s*"' + re.escape(c["id"]) + r'"\s*,', "", text, count=1)
+                text = re.sub(r',\s*"id"\s*:\s*"' + re.escape(c["id"]) + r'"', "", text, count=1)
+                text = text.replace(c["id"], "", 1)
+        yield "ids_removed", text, {**exp, "tool_calls": [{**c, "id": None} for c in calls]}, "same"
+    if calls:
+        cut = len(g.rstrip()) - len(tail) if tail else len(g.rstrip())
+        text = g[:cut] + "\n" + AFTER + g[cut:]
+        yield "text_around_calls", text, {**exp, "content": ((exp.get("content") or "") + "\n" + AFTER).strip()}, "around"
+        value = next((v for v in calls[0]["arguments"].values() if isinstance(v, str) and v in g), None)
+        if value is not None:
+            i = g.index(value)
+            j = next((k for k in range(i, len(g)) if g[k] in "}>"), None)
+            if j is not None:
+                yield "malformed_call", g[:j] + g[j + 1:], exp, value
+
+
+def _parse(text: str, case: Case, template: dict, stream: bool) -> tuple[dict, dict]:
+    one = parse_response(text, template, prefix=case.prompt, tools=VERIFY_TOOLS)
+    if not stream:
+        return one, one
+    p = ResponseParser(template, prefix=case.prompt, tools=VERIFY_TOOLS)
+    for i in range(0, len(text), 8):
+        p.feed(text[i : i + 8])
+    return one, p.finalize()[0]
+
+
+def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: frozenset) -> str | None:
+    """None when the variant holds, else what went wrong."""
+    if judge == "same":
+        res = _compare(exp, got, reasoning_field, fields - {"ids"} if any(c.get("id") is None for c in exp.get("tool_calls", [])) else fields)
+        bad = [f for f, v in res.items() if v == "fail"]
+        return f"{', '.join(bad)} differ" if bad else None
+    if judge == "around":
+        content = got.get("content") or ""
+        lost = [x for x in (exp["content"].replace(AFTER, "").strip(), AFTER) if x and x not in content]
+        return f"content lost {lost[0][:40]!r} (the implicit content keeps its last region)" if lost else None
+    return None if judge in json.dumps(got, ensure_ascii=False) else f"the call's text {judge!r} is lost"
+
+
+def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, reasoning_field: str = "thinking",
+          stream: bool = False) -> tuple[dict, dict]:
+    """({variant: pass | fail}, {variant: first failure in one line}) over one case per probe message, parsed
+    one-shot (``stream``: also streamed in 8-character chunks; the tests do, infer does not, to stay cheap)."""
+    marks = structural_markers(a)
+    seen, results, why = set(), {}, {}
+    for case in cases:
+        if case.status != "pass" or case.name in seen:
+            continue
+        seen.add(case.name)
+        for name, text, exp, judge in _variants(case, a, marks):
+            if text == case.generated or results.get(name) == "fail":
+                continue
+            try:
+                one, streamed = _parse(text, case, template, stream)
+            except Exception as e:  # noqa: BLE001 - a raise is what this stage looks for
+                results[name], why[name] = "fail", f"{case.name!r}: the parser raises {type(e).__name__}: {str(e).splitlines()[0][:100]}"
+                continue
+            bad = _judge(judge, exp, one, reasoning_field, fields) or _judge(judge, exp, streamed, reasoning_field, fields)
+            if bad:
+                results[name], why[name] = "fail", f"{case.name!r}: {bad}; text {text[:100]!r}"
+            else:
+                results.setdefault(name, "pass")
+    return {v: results[v] for v in VARIANTS if v in results}, why
