@@ -277,13 +277,28 @@ def _close_regex(field: dict) -> str:
     return re.sub(r"\(\?P<\w+>", "(?:", field.get("close_pattern", ""))
 
 
+def _close_literals(field: dict) -> list[str]:
+    """The close as literal markers when it is one (``close``, or ``then_space`` of literals), else []."""
+    if "close" in field:
+        return [field["close"]] if isinstance(field["close"], str) else list(field["close"])
+    body = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", field.get("close_pattern", ""))
+    if body.startswith("(?:") and body.endswith(")"):
+        body = body[3:-1]
+    out = []
+    for piece in re.split(r"(?<!\\)\|", body):
+        if not piece or re.search(r"(?<!\\)[()\[\]?*+{}.^$]", piece):
+            return []
+        out.append(re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), piece))
+    return out
+
+
 def _open_regex(field: dict) -> str:
     if "open" in field:
         return "(?:" + "|".join(literals([field["open"]] if isinstance(field["open"], str) else field["open"])) + ")"
     return "(?:" + field["open_pattern"] + ")"
 
 
-def never_raises(field: dict, at_end: bool = True) -> dict:
+def never_raises(field: dict) -> dict:
     r"""The tool-call field made safe for any text: transformers' parser raises when a region's JSON does
     not parse, a transform indexes into a value that is not an object or lacks the key, or a placeholder
     names a group that did not take part in the match (KeyError). So:
@@ -292,10 +307,8 @@ def never_raises(field: dict, at_end: bool = True) -> dict:
       back as its text (visible, never raised);
     - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
       as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
-      of them) followed by its close, or by the end of the text where the close is the turn's end marker
-      (``at_end``: engines strip it). A call that is not one is no call, and its text stays in content.
-      Streamed, the end of the text is the end of what arrived, so such a region also closes where
-      its value ends (text after it is content);
+      of them) followed by its close or the end of the text (engines strip a stop marker). A call that
+      is not one is no call, and its text stays in content; the region closes where the value ends;
     - an id placeholder gets an empty default capture written before the pattern's own (the regex
       module keeps a name's last capture), so a call without an id parses with ``"id": ""``."""
     if field.get("content") != "json" or "(?(DEFINE)" in field.get("open_pattern", ""):
@@ -314,22 +327,26 @@ def never_raises(field: dict, at_end: bool = True) -> dict:
     else:
         shape = r"\s*" + _object_with(dict.fromkeys(indexed))
     close = _close_regex(field)
-    ends = ([close] if close else []) + ([r"\Z"] if at_end or not close else [])
+    ends = ([close] if close else []) + [r"\Z"]
     after = rf"\s*(?:{'|'.join(ends)})"
     ahead = rf"(?=\s*+(?&jb){after})(?={shape}{after})"
     pattern = _open_regex(field) + ahead + JSON_DEFINE
     field.pop("open", None)
     field["open_pattern"] = pattern
-    if at_end or not close:
-        # Streamed, the value may be complete when a chunk ends and text (not its close) may follow in a
-        # later one: the region then also closes where the value ends (``\G`` is where the region's body
-        # began, ``\K`` leaves the value in it), and what follows is content.
-        # Enough text to tell a close from what is not one, whitespace taken whole (``\s*+``): a close
-        # cut at a chunk's end, or whitespace before it, must not end the region here.
-        after = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
-        rest = rf"\G(?=\s*+(?&jb))(?={shape}{after}){shape}\K"  # held from \G until decided
-        field.pop("close", None)
-        field["close_pattern"] = (f"{close}|" if close else "") + rest + JSON_DEFINE
+    # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
+    # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
+    # come its close; or, streamed, enough text to tell it is no close (whitespace taken whole: a close
+    # cut at a chunk's end must not end the region there), or a short tail at the end of the text that is
+    # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is content. A close at
+    # the edge of a stream is pending from the value's end, hence the bare close after ``\G``.
+    tell = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
+    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=len, reverse=True)
+    short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(map(esc, cut))})\\Z)" if cut else "")
+             + r"\S[\s\S]{0,%d}\Z" % (TELL - 1))
+    follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short])
+    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close}))?" if close else "")
+    field.pop("close", None)
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + JSON_DEFINE
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
