@@ -307,8 +307,9 @@ def never_raises(field: dict) -> dict:
       back as its text (visible, never raised);
     - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
       as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
-      of them) followed by its close or the end of the text (engines strip a stop marker). A call that
-      is not one is no call, and its text stays in content; the region closes where the value ends;
+      of them) followed by its close, the end of the text (engines strip a stop marker) or other text;
+      a call that is not one is no call, and its text stays in content. The region closes where the
+      value ends, and text after it that is no close is content;
     - an id placeholder gets an empty default capture written before the pattern's own (the regex
       module keeps a name's last capture), so a call without an id parses with ``"id": ""``."""
     if field.get("content") != "json" or "(?(DEFINE)" in field.get("open_pattern", ""):
@@ -327,24 +328,23 @@ def never_raises(field: dict) -> dict:
     else:
         shape = r"\s*" + _object_with(dict.fromkeys(indexed))
     close = _close_regex(field)
-    ends = ([close] if close else []) + [r"\Z"]
-    after = rf"\s*(?:{'|'.join(ends)})"
-    ahead = rf"(?=\s*+(?&jb){after})(?={shape}{after})"
-    pattern = _open_regex(field) + ahead + JSON_DEFINE
-    field.pop("open", None)
-    field["open_pattern"] = pattern
     # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
     # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
     # come its close; or, streamed, enough text to tell it is no close (whitespace taken whole: a close
     # cut at a chunk's end must not end the region there), or a short tail at the end of the text that is
-    # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is content. A close at
-    # the edge of a stream is pending from the value's end, hence the bare close after ``\G``.
+    # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is
+    # content. A close at the edge of a stream is pending from the value's end: the bare close after ``\G``.
     tell = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
     cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=len, reverse=True)
     short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(map(esc, cut))})\\Z)" if cut else "")
              + r"\S[\s\S]{0,%d}\Z" % (TELL - 1))
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short])
     value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close}))?" if close else "")
+    # The open: a value of that shape followed as the close expects it, or ending the text (the same
+    # test, so one-shot and streamed agree); the balanced check first.
+    opener = _open_regex(field)
+    field.pop("open", None)
+    field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
     field.pop("close", None)
     field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + JSON_DEFINE
     keys = list(field)

@@ -1,0 +1,89 @@
+"""The realistic-output stage (issue 17): every verdict says which variations of real outputs its template takes.
+
+Over corpus + wild, every template handed out carries ``verdict["realistic"]``; a variant it does not take is
+named with its first failure (``realistic_failures``) and in ``describe``, and never drops a field. On a small
+team-written template the variants are checked one by one with transformers' own parser.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import parse_response
+
+import autoparser
+from autoparser.verify.realistic import VARIANTS
+from autoparser.verify.verdict import describe
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
+
+
+def test_every_verdict_reports_the_realistic_stage():
+    paths = sorted((CORPUS / "templates").glob("*.jinja")) + sorted((CORPUS / "wild" / "templates").glob("*.jinja"))
+    if not paths:
+        pytest.skip(f"corpus not found at {CORPUS} (../shared is absent)")
+    checked = 0
+    for path in paths:
+        try:
+            res = autoparser.infer_result(path.read_text(encoding="utf-8"), TOKENS, where=path.name)
+        except autoparser.AutoparserError:
+            continue
+        v = res.verdict
+        assert set(v["realistic"]) <= set(VARIANTS) and v["realistic"], path.stem
+        assert v["realistic"]["space_before_marker"] == "pass" or "space_before_marker" in v["realistic_failures"], path.stem
+        for variant, outcome in v["realistic"].items():
+            assert outcome in ("pass", "fail"), (path.stem, variant)
+            if outcome == "fail":
+                assert v["realistic_failures"][variant].strip(), (path.stem, variant)
+                assert variant in describe(v), (path.stem, variant)
+        assert "raises" not in " ".join(v["realistic_failures"].values()), (path.stem, v["realistic_failures"])
+        checked += 1
+    assert checked >= 100
+
+
+CHATML_CALLS = (ROOT / "models" / "chatml-think.jinja").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def chatml():
+    return autoparser.infer_result(CHATML_CALLS)
+
+
+PROMPT = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("text", [
+    CALL + "<|im_end|>",
+    " " + CALL.replace("</tool_call>", " </tool_call>") + " <|im_end|>",  # a space before each marker
+    CALL.replace("\n", "") + "<|im_end|>",  # no whitespace where the template writes some
+    CALL.replace("<tool_call>", "<tool_call>\n\n") + "\n\n<|im_end|>",  # more where it writes some
+    CALL,  # the end-of-turn marker stripped by the engine
+    CALL.replace("</tool_call>", ""),  # the call's close left out at the end
+    CALL + "</s>",  # a stray end-of-sequence marker after the call
+])
+def test_whitespace_and_stripped_markers_parse_the_same_call(chatml, text):
+    msg = parse_response(text, chatml.template, prefix=PROMPT)
+    assert msg["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}, text
+
+
+@pytest.mark.parametrize("text", [
+    CALL[:40],  # cut at a token limit
+    CALL.replace('"Paris"}', '"Paris"'),  # a brace removed
+    CALL.replace('{"name"', '{"name"{'),  # a brace doubled
+    CALL.replace('"city": "Paris"', '"city": "Paris",'),  # not JSON
+    '<tool_call>\n{"name": "get_weather", "arguments": "</tool_call>"}\n</tool_call>',  # the close inside a string
+    CALL.replace("</tool_call>", "</s>"),  # another marker where the close belongs
+])
+def test_a_call_that_does_not_parse_stays_in_content(chatml, text):
+    msg = parse_response(text, chatml.template, prefix=PROMPT)
+    calls = msg.get("tool_calls") or []
+    assert "get_weather" in (msg.get("content") or "") or (calls and calls[0]["function"]["name"] == "get_weather"), (text, msg)
+
+
+def test_the_reasoning_opener_written_again_is_no_text(chatml):
+    msg = parse_response("<think><think>Plan.</think>Answer.<|im_end|>", chatml.template, prefix=PROMPT)
+    assert msg.get("thinking") == "Plan." and msg["content"] == "Answer."
