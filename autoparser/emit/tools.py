@@ -278,17 +278,32 @@ def _close_regex(field: dict) -> str:
 
 
 def _close_literals(field: dict) -> list[str]:
-    """The close as literal markers when it is one (``close``, or ``then_space`` of literals), else []."""
+    """The literal markers a close is made of (``close``; or a close pattern's alternatives, each a literal
+    with the whitespace after it or a lookahead for one); alternatives that are no literal are left out."""
     if "close" in field:
         return [field["close"]] if isinstance(field["close"], str) else list(field["close"])
-    body = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", field.get("close_pattern", ""))
-    if body.startswith("(?:") and body.endswith(")"):
-        body = body[3:-1]
-    out = []
-    for piece in re.split(r"(?<!\\)\|", body):
-        if not piece or re.search(r"(?<!\\)[()\[\]?*+{}.^$]", piece):
+    return _pattern_literals(field.get("close_pattern", ""))
+
+
+def _pattern_literals(pattern: str) -> list[str]:
+    pieces, depth, last = [], 0, 0
+    for m in re.finditer(r"\\.|[()|]", pattern):
+        t = m.group(0)
+        depth += (t == "(") - (t == ")")
+        if t == "|" and depth == 0:
+            pieces.append(pattern[last : m.start()])
+            last = m.end()
+    pieces.append(pattern[last:])
+    if len(pieces) == 1 and not (re.fullmatch(r"\(\?[:=].*\)", re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern))):
+        piece = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern)
+        if not piece or re.search(r"(?<!\\)[()\[\]?*+{}.^$|]", piece):
             return []
-        out.append(re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), piece))
+        return [re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), piece)]
+    out = []
+    for piece in pieces:
+        piece = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", piece)
+        inner = re.fullmatch(r"\(\?[:=](.*)\)", piece)
+        out += _pattern_literals(inner.group(1)) if inner else _pattern_literals(piece) if piece else []
     return out
 
 
@@ -335,18 +350,20 @@ def never_raises(field: dict) -> dict:
     # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is
     # content. A close at the edge of a stream is pending from the value's end: the bare close after ``\G``.
     tell = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
-    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=len, reverse=True)
+    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=lambda x: (-len(x), x))
     short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(map(esc, cut))})\\Z)" if cut else "")
              + r"\S[\s\S]{0,%d}\Z" % (TELL - 1))
-    follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short])
-    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close}))?" if close else "")
+    # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
+    cut_close = rf"\s*(?:{'|'.join(map(esc, cut))})\Z" if cut else ""
+    follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
+    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
     opener = _open_regex(field)
     field.pop("open", None)
     field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
     field.pop("close", None)
-    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + JSON_DEFINE
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + JSON_DEFINE
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
