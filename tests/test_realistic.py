@@ -32,15 +32,14 @@ def test_every_verdict_reports_the_realistic_stage():
         except autoparser.AutoparserError:
             continue
         v = res.verdict
-        assert set(v["realistic"]) <= set(VARIANTS) and v["realistic"], path.stem
-        assert v["realistic"]["space_before_marker"] == "pass" or "space_before_marker" in v["realistic_failures"], path.stem
+        assert set(v["realistic"]) <= set(VARIANTS), path.stem  # empty: no marker, no call, no reasoning to vary
         for variant, outcome in v["realistic"].items():
             assert outcome in ("pass", "fail"), (path.stem, variant)
             if outcome == "fail":
                 assert v["realistic_failures"][variant].strip(), (path.stem, variant)
                 assert variant in describe(v), (path.stem, variant)
         assert "raises" not in " ".join(v["realistic_failures"].values()), (path.stem, v["realistic_failures"])
-        checked += 1
+        checked += bool(v["realistic"])
     assert checked >= 100
 
 

@@ -363,7 +363,10 @@ def never_raises(field: dict) -> dict:
     field.pop("open", None)
     field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
     field.pop("close", None)
-    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + JSON_DEFINE
+    # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
+    # follows a ``}`` or ``]``; where the open itself ends with one, never).
+    after_cut = rf"|\G(?<=[}}\]])(?=(?:{tell}|{short}))" if cut and not re.search(r"\\[\]}]\)?$", opener) else ""
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + JSON_DEFINE
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
