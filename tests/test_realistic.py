@@ -81,8 +81,3 @@ def test_a_call_that_does_not_parse_stays_in_content(chatml, text):
     msg = parse_response(text, chatml.template, prefix=PROMPT)
     calls = msg.get("tool_calls") or []
     assert "get_weather" in (msg.get("content") or "") or (calls and calls[0]["function"]["name"] == "get_weather"), (text, msg)
-
-
-def test_the_reasoning_opener_written_again_is_no_text(chatml):
-    msg = parse_response("<think><think>Plan.</think>Answer.<|im_end|>", chatml.template, prefix=PROMPT)
-    assert msg.get("thinking") == "Plan." and msg["content"] == "Answer."

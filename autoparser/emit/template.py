@@ -131,9 +131,8 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if r.mode != "NONE":
         if r.start:
             f = {"open": r.start}
-            if MARKER.fullmatch(r.start):
-                # A model may write the opener again: after a prompt that opened the block (reasoning
-                # distills), or twice. Held back by one character at most (a literal list).
+            if r.mode == "FORCED_OPEN" and MARKER.fullmatch(r.start):
+                # After a prompt that opened the block, a model may write the opener again.
                 f["open"] = [r.start + "\n" + r.start, r.start + r.start, r.start]
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
