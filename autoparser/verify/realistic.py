@@ -24,6 +24,7 @@ import json
 
 import regex as re
 from transformers.utils.chat_parsing import ResponseParser, parse_response
+from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from ..analysis.diff import markers
 from ..analysis.model import Analysis
@@ -134,6 +135,7 @@ def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, rea
     """({variant: pass | fail}, {variant: first failure in one line}) over one case per probe message, parsed
     one-shot (``stream``: also streamed in 8-character chunks; the tests do, infer does not, to stay cheap)."""
     marks = structural_markers(a)
+    template = load_response_template(template)  # compiled once, not per parse
     seen, results, why = set(), {}, {}
     for case in cases:
         if case.status != "pass" or case.name in seen:
