@@ -96,3 +96,43 @@ def test_json_after_the_turn_is_no_end_marker():
     assert "{" not in close.replace("{0,64}", "")
     text = 'Use [{"type": "x"}] like this.'
     assert parse_response(text, autoparser.infer(src), prefix="")["content"] == text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Never raise (issue 17): what a model writes that its template never renders still parses, or stays in content
+# ---------------------------------------------------------------------------------------------------------------
+
+ARRAY = '<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}}, {"name": "g", "arguments": {"b": "}]</s>"}}]<|eot|>'
+
+
+def test_array_calls_without_ids_and_with_markers_in_strings():
+    """An item without its id parses with an empty id (no KeyError); a close marker inside a string is text."""
+    for msg in both(template("json-array-ids"), "Hi." + ARRAY):
+        assert msg["content"] == "Hi."
+        assert [(c.get("id"), c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [
+            ("c1", "f", {"a": "x"}), ("", "g", {"b": "}]</s>"})]
+
+
+@pytest.mark.parametrize("bad", [
+    '<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}',  # cut at a token limit
+    '<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}}<|eot|>',  # a bracket left out
+    '<|calls|>[{"id": "c1", "arguments": {"a": "x"}}]<|eot|>',  # no name: the transform could not read it
+    "<|calls|>[{'name': 'f'}]<|eot|>",  # not JSON
+])
+def test_a_call_that_is_not_one_stays_in_content(bad):
+    for msg in both(template("json-array-ids"), "Hi." + bad):
+        assert "tool_calls" not in msg and msg["content"].startswith("Hi.<|calls|>[{"), msg
+
+
+def test_arguments_read_whole_come_back_as_text_when_they_are_not_json():
+    spec = template("tag-json")
+    field = spec["fields"]["tool_calls"]
+    assert field["content_args"]["allow_non_json"] is True
+
+
+def test_text_after_a_complete_value_is_content_streamed_or_not():
+    """A JSON call that ends the text, its close stripped, followed by a stray tail."""
+    spec = template("json-bare")
+    text = '{"name": "get_weather", "parameters": {"city": "Paris"}}}'
+    for msg in both(spec, text):
+        assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}

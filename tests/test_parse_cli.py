@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS, corpus_template
+from conftest import corpus_template
 from autoparser.cli.main import main
 
 QWEN3 = "Qwen-Qwen3-0.6B"

@@ -10,6 +10,7 @@ import regex as re
 
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER
+from .tools import never_raises
 
 
 def _alts(words) -> str:
@@ -43,6 +44,7 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
             "content": "json",
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
+        fields["tool_calls"] = never_raises(fields["tool_calls"])
         fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close": list(h.ends), "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
@@ -55,6 +57,7 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         "content": "json",
         "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
     }
+    fields["tool_calls"] = never_raises(fields["tool_calls"])
     fields["content"] = {"open": [h.header_start + w + h.header_end for w in h.content_words], "close_pattern": close_pattern, "content": "text"}
     warnings.append(f"content ends at the next {h.header_start!r}: a literal {h.header_start!r} in content ends it early")
     # The generation prompt ends with the header marker: anchor before it so the parser sees it.

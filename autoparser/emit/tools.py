@@ -102,7 +102,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.array_wrapped:
         field["transform_each"] = True
     field["transform"] = transform
-    return field, warnings
+    return never_raises(field), warnings
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -354,6 +354,145 @@ def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     return field, [f"calls in one section are split where '}}{t.call_separator.strip()}name{{' follows, which an argument string can also hold"]
 
 
+
+# A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jp`` a "key": value pair.
+_JSTR = r'"(?:[^"\\\n]++|\\.)*+"'
+# Atomic groups: each value matches one way only, so a malformed or cut call fails in linear time.
+JSON_DEFINE = (r"(?(DEFINE)(?P<jv>(?>\s*(?:(?&jo)|\[\s*(?:(?&jv)(?:,(?&jv))*+)?+\]|" + _JSTR
+               + r"|-?\d++(?:\.\d++)?+(?:[eE][+-]?\d++)?+|true|false|null)\s*))(?P<jp>(?>" + _JSTR
+               + r"\s*:(?&jv)))(?P<jo>(?>\{\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}))"
+               # Only balanced: checked first, it fails (or stays partial) on a call still arriving at a
+               # tenth of the grammar's cost, so a stream pays the grammar once per call.
+               + r"(?P<jb>\{(?:[^{}\"]++|" + _JSTR + r"|(?&jb))*+\}|\[(?:[^\[\]\"]++|" + _JSTR + r"|(?&jb))*+\]))")
+TELL = 20  # characters after a JSON value that tell its close from other text (longer than any end marker)
+_PLACE = re.compile(r"^\{(\w+)(?:\.(\w+))?")
+
+
+def _placeholders(transform) -> list[str]:
+    if isinstance(transform, dict):
+        return [p for v in transform.values() for p in _placeholders(v)]
+    return [transform[1:-1]] if isinstance(transform, str) and _PLACE.match(transform) and transform.endswith("}") else []
+
+
+def _object_with(keys) -> str:
+    """A JSON object that has each of ``keys`` at its top level, in any order."""
+    need = "".join(rf'(?=\s*(?:(?&jp),\s*)*"{re.escape(k)}"\s*:)' for k in keys)
+    return rf"\{{{need}(?>\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}})"
+
+
+def _close_regex(field: dict) -> str:
+    if "close" in field:
+        return "|".join(literals([field["close"]] if isinstance(field["close"], str) else field["close"]))
+    return re.sub(r"\(\?P<\w+>", "(?:", field.get("close_pattern", ""))
+
+
+def _close_literals(field: dict) -> list[str]:
+    """The literal markers a close is made of (``close``; or a close pattern's alternatives, each a literal
+    with the whitespace after it or a lookahead for one); alternatives that are no literal are left out."""
+    if "close" in field:
+        return [field["close"]] if isinstance(field["close"], str) else list(field["close"])
+    return _pattern_literals(field.get("close_pattern", ""))
+
+
+def _pattern_literals(pattern: str) -> list[str]:
+    pieces, depth, last = [], 0, 0
+    for m in re.finditer(r"\\.|[()|]", pattern):
+        t = m.group(0)
+        depth += (t == "(") - (t == ")")
+        if t == "|" and depth == 0:
+            pieces.append(pattern[last : m.start()])
+            last = m.end()
+    pieces.append(pattern[last:])
+    if len(pieces) == 1 and not (re.fullmatch(r"\(\?[:=].*\)", re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern))):
+        piece = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern)
+        if not piece or re.search(r"(?<!\\)[()\[\]?*+{}.^$|]", piece):
+            return []
+        return [re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), piece)]
+    out = []
+    for piece in pieces:
+        piece = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", piece)
+        inner = re.fullmatch(r"\(\?[:=](.*)\)", piece)
+        out += _pattern_literals(inner.group(1)) if inner else _pattern_literals(piece) if piece else []
+    return out
+
+
+def _open_regex(field: dict) -> str:
+    if "open" in field:
+        return "(?:" + "|".join(literals([field["open"]] if isinstance(field["open"], str) else field["open"])) + ")"
+    return "(?:" + field["open_pattern"] + ")"
+
+
+def never_raises(field: dict) -> dict:
+    r"""The tool-call field made safe for any text: transformers' parser raises when a region's JSON does
+    not parse, a transform indexes into a value that is not an object or lacks the key, or a placeholder
+    names a group that did not take part in the match (KeyError). So:
+
+    - arguments read as a whole region (``{content}``): ``allow_non_json``, a malformed or cut body comes
+      back as its text (visible, never raised);
+    - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
+      as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
+      of them) followed by its close, the end of the text (engines strip a stop marker) or other text;
+      a call that is not one is no call, and its text stays in content. The region closes where the
+      value ends, and text after it that is no close is content;
+    - an id placeholder gets an empty default capture written before the pattern's own (the regex
+      module keeps a name's last capture), so a call without an id parses with ``"id": ""``."""
+    if field.get("content") != "json" or "(?(DEFINE)" in field.get("open_pattern", ""):
+        return _id_default(field)
+    roots = [p.split(".") for p in _placeholders(field.get("transform"))]
+    each = field.get("transform_each")
+    indexed = [r[1] for r in roots if r[0] == "content" and len(r) > 1]
+    if not each and not indexed:
+        field["content_args"] = {**field.get("content_args", {}), "allow_non_json": True}
+        return _id_default(field)
+    if each:
+        optional = {"id"}
+        keys = [r[0] for r in roots if r[0] not in optional]
+        obj = _object_with(dict.fromkeys(keys))
+        shape = rf"\s*\[\s*{obj}(?:\s*,\s*{obj})*\s*\]"
+    else:
+        shape = r"\s*" + _object_with(dict.fromkeys(indexed))
+    close = _close_regex(field)
+    # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
+    # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
+    # come its close; or, streamed, enough text to tell it is no close (whitespace taken whole: a close
+    # cut at a chunk's end must not end the region there), or a short tail at the end of the text that is
+    # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is
+    # content. A close at the edge of a stream is pending from the value's end: the bare close after ``\G``.
+    tell = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
+    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=lambda x: (-len(x), x))
+    short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(map(esc, cut))})\\Z)" if cut else "")
+             + r"\S[\s\S]{0,%d}\Z" % (TELL - 1))
+    # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
+    cut_close = rf"\s*(?:{'|'.join(map(esc, cut))})\Z" if cut else ""
+    follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
+    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
+    # The open: a value of that shape followed as the close expects it, or ending the text (the same
+    # test, so one-shot and streamed agree); the balanced check first.
+    opener = _open_regex(field)
+    field.pop("open", None)
+    field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
+    field.pop("close", None)
+    # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
+    # follows a ``}`` or ``]``; where the open itself ends with one, never).
+    after_cut = rf"|\G(?<=[}}\]])(?=(?:{tell}|{short}))" if cut and not re.search(r"\\[\]}]\)?$", opener) else ""
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + JSON_DEFINE
+    keys = list(field)
+    order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
+    field = {k: field[k] for k in order}
+    if each and "id" in [r[0] for r in roots]:
+        field["open_pattern"] = "(?P<id>)" + field["open_pattern"]
+    return _id_default(field)
+
+
+def _id_default(field: dict) -> dict:
+    """An ``{id}`` capture that may not take part in a match gets an empty default before it."""
+    roots = [p.split(".")[0] for p in _placeholders(field.get("transform"))]
+    pattern = field.get("open_pattern", "")
+    if "id" in roots and "(?P<id>" in pattern and not pattern.startswith("(?P<id>)") and not field.get("transform_each"):
+        field["open_pattern"] = "(?P<id>)" + pattern
+    return field
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers)
@@ -371,4 +510,4 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
         field, w = _tagged(t, ends, others)
-    return field, warnings + w
+    return never_raises(field), warnings + w

@@ -13,6 +13,8 @@ the fields the emitted template lacks; ``first_failure``: the complete template'
 ``tool_capabilities``: single, parallel, nested, content_beside, ids -> pass | fail | absent (what the
 emitted tool_calls field covers; fail: rendered but not covered, its text arrives in content);
 ``uncovered``: the failing capabilities of a tool_calls field that is kept.
+``realistic``: variant -> pass | fail for the outputs real models write (``verify.realistic``), with
+``realistic_failures``: variant -> its first failure. A failing variant is reported, never dropped for.
 """
 
 from __future__ import annotations
@@ -128,11 +130,10 @@ def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_fie
     """What real outputs vary in, checked on the template handed out (on the cases of the capabilities it
     covers); reported, never a reason to drop a field (the round trip already showed each field right on
     the template's own text)."""
-    from .roundtrip import VERIFY_TOOLS, capability
+    from .roundtrip import capability
 
     cases = [c for c in report.cases if capability(c) not in uncovered] if uncovered else report.cases
-    got = realistic.check(dataclasses.replace(report, cases=cases), template, a, reasoning_field, VERIFY_TOOLS)
-    verdict["realistic"], verdict["realistic_failures"] = got["variants"], got["failures"]
+    verdict["realistic"], verdict["realistic_failures"] = realistic.check(cases, template, a, report.fields, reasoning_field)
 
 
 def _all_fail(caps: dict, report) -> dict:
@@ -208,5 +209,5 @@ def describe(verdict: dict | None) -> str:
 
 
 def _real(verdict: dict) -> str:
-    line = realistic.line(verdict)
-    return f"; {line}" if line else ""
+    failing = [k for k, v in (verdict.get("realistic") or {}).items() if v == "fail"]
+    return f"; real outputs it does not take: {', '.join(failing)}" if failing else ""
