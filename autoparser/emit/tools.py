@@ -102,7 +102,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.array_wrapped:
         field["transform_each"] = True
     field["transform"] = transform
-    return never_raises(field), warnings
+    return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -438,6 +438,8 @@ def never_raises(field: dict) -> dict:
       module keeps a name's last capture), so a call without an id parses with ``"id": ""``."""
     if field.get("content") != "json" or "(?(DEFINE)" in field.get("open_pattern", ""):
         return _id_default(field)
+    if (field.get("content_args") or {}).get("string_delims"):  # a JSON dialect (Python dict, HTML-escaped
+        return _id_default(field)  # quotes): the shape check speaks standard JSON only, so it is left out
     roots = [p.split(".") for p in _placeholders(field.get("transform"))]
     each = field.get("transform_each")
     indexed = [r[1] for r in roots if r[0] == "content" and len(r) > 1]
