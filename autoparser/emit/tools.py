@@ -146,7 +146,8 @@ def space_before_tokens(pattern: str) -> str:
     r"""Whitespace allowed before every special token inside a pattern, after something that is not
     already whitespace: serving engines' detokenizers put a space before a special token
     (``functions.get_weather:0 <|tool_call_argument_begin|>``). Never at the pattern's start, where a
-    leading ``\s*`` would be tried at every space of prose."""
+    leading ``\s*`` would be tried at every space of prose, nor at a lookaround's (whitespace that a
+    lookahead skips would reopen the implicit content, whose empty close wipes it)."""
     out, last = [], 0
     for m in _ESC_TOKEN.finditer(pattern):
         before = pattern[: m.start()]
