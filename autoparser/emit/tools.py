@@ -167,6 +167,25 @@ def _tag_like(opener: str) -> bool:
     return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*\s+[\w:.\-]+=", opener))
 
 
+_ESC_TOKEN = re.compile(r"<\\\|(?:[^<>\s\\]|\\.)+?\\\|>|<｜[^<>｜\s]+｜>")  # a special token, as ``esc`` writes it
+
+
+def space_before_tokens(pattern: str) -> str:
+    r"""Whitespace allowed before every special token inside a pattern, after something that is not
+    already whitespace: serving engines' detokenizers put a space before a special token
+    (``functions.get_weather:0 <|tool_call_argument_begin|>``). Never at the pattern's start, where a
+    leading ``\s*`` would be tried at every space of prose, nor at a lookaround's (whitespace that a
+    lookahead skips would reopen the implicit content, whose empty close wipes it)."""
+    out, last = [], 0
+    for m in _ESC_TOKEN.finditer(pattern):
+        before = pattern[: m.start()]
+        if m.start() and not re.search(r"(?:\(\?:|\(\?<?[=!]|\(|\||\\s\*|\\s\{0,\d+\}|\\s\+|\\n|\?)$", before):
+            out.append(pattern[last : m.start()] + r"\s*")
+            last = m.start()
+    out.append(pattern[last:])
+    return "".join(out)
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -181,7 +200,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         open_pattern = "(?:" + _flex(section) + r"\s*)?" + header
     else:
         open_pattern = header
-    field: dict = {"open_pattern": open_pattern}
+    field: dict = {"open_pattern": space_before_tokens(open_pattern)}
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
     lead = SPECIAL.match(opener)
     if ce and lead and SPECIAL.fullmatch(ce):
@@ -200,6 +219,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
+    if "close_pattern" in field:
+        field["close_pattern"] = space_before_tokens(field["close_pattern"])
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
