@@ -151,7 +151,7 @@ def test_a_field_that_holds_for_single_calls_is_kept_and_the_rest_arrives_in_con
     res = autoparser.infer_result(src)
     t = copy.deepcopy(res.template)
     calls = t["fields"]["tool_calls"]
-    calls.pop("open")
+    calls.pop("open", None)
     calls["open_pattern"] = r"<\|act\|>(?=\s*\{\"name\": \"get_weather\")"  # reads only get_weather calls
     t["fields"]["content"]["close_pattern"] = r"<\|eot\|>\s{0,64}"
     kept, _, v = settle(src, None, res.analysis, t, "thinking")
@@ -172,7 +172,7 @@ def test_an_uncovered_case_that_parses_a_call_forces_the_drop():
     res = autoparser.infer_result(src)
     t = copy.deepcopy(res.template)
     calls = t["fields"]["tool_calls"]
-    calls.pop("open")
+    calls.pop("open", None)
     calls["open_pattern"] = r"\A\s*<\|act\|>"  # only a call at the very start
     calls["close_pattern"] = r"<\|eot\|>\s{0,64}"
     t["fields"]["content"]["close_pattern"] = r"<\|eot\|>\s{0,64}"

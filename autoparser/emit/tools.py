@@ -459,14 +459,14 @@ def never_raises(field: dict) -> dict:
       module keeps a name's last capture), so a call without an id parses with ``"id": ""``."""
     if field.get("content") != "json" or "(?(DEFINE)" in field.get("open_pattern", ""):
         return _id_default(field)
-    if (field.get("content_args") or {}).get("string_delims"):  # a JSON dialect (Python dict, HTML-escaped
-        return _id_default(field)  # quotes): the shape check speaks standard JSON only, so it is left out
     roots = [p.split(".") for p in _placeholders(field.get("transform"))]
     each = field.get("transform_each")
     indexed = [r[1] for r in roots if r[0] == "content" and len(r) > 1]
     if not each and not indexed:
         field["content_args"] = {**field.get("content_args", {}), "allow_non_json": True}
         return _id_default(field)
+    if (field.get("content_args") or {}).get("string_delims"):  # a JSON dialect (Python dict, HTML-escaped
+        return _id_default(field)  # quotes) indexed into: the shape check speaks standard JSON only
     if each:
         optional = {"id"}
         keys = [r[0] for r in roots if r[0] not in optional]
