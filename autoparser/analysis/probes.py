@@ -71,6 +71,30 @@ def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
     return sorted(chains, key=len, reverse=True)
 
 
+def _read_before_set(ast) -> set[str]:
+    """Names whose first use, in evaluation order, is a read: what the template takes from the render
+    context (a name set before it is read is the template's own). One walk, where ``jinja2.meta`` runs a
+    second code generator (ten times the cost); an assignment's value and a loop's iterable are walked
+    before their targets."""
+    from jinja2 import nodes
+
+    first: dict[str, str] = {}
+    stack = [ast]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, nodes.Name):
+            first.setdefault(n.name, n.ctx)
+            continue
+        if isinstance(n, nodes.Assign):
+            kids = [n.node, n.target]
+        elif isinstance(n, nodes.For):
+            kids = [n.iter, n.target, *n.body, *n.else_] + ([n.test] if n.test is not None else [])
+        else:
+            kids = list(n.iter_child_nodes())
+        stack.extend(reversed(kids))
+    return {name for name, ctx in first.items() if ctx == "load"}
+
+
 def reasoning_switches(source: str) -> list[dict]:
     """Modes for the reasoning switches a template reads other than ``enable_thinking``: each variable
     read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
@@ -86,11 +110,7 @@ def reasoning_switches(source: str) -> list[dict]:
     try:
         env = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"])
         ast = env.parse(source)
-        # Every name the template loads (a superset of the context variables it reads: jinja2.meta's
-        # exact answer runs a second code generator, ten times the cost); a name that is no switch does
-        # not change the prompt's prefill and is dropped with the modes that do not.
-        names = sorted({n.name for n in ast.find_all(nodes.Name) if n.ctx == "load"
-                        and _SWITCH_NAME.search(n.name) and n.name not in ("enable_thinking", "messages")})
+        names = sorted(n for n in _read_before_set(ast) if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
         return []
     modes: list[dict] = []
