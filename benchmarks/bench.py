@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autoparser import batch, cache, hook, pipeline  # noqa: E402
-from autoparser.analysis import diff  # noqa: E402
+from autoparser.analysis import diff, probes  # noqa: E402
 from autoparser.render import Renderer, budget, sandbox  # noqa: E402
 from autoparser.verify import roundtrip as verify_mod  # noqa: E402
 from autoparser.errors import AutoparserError  # noqa: E402
@@ -113,9 +113,10 @@ def corpus(only: list[str]) -> list[tuple[str, str]]:
 
 
 def forget_all() -> None:
-    """Everything a previous run left in this process: compiled templates, remembered results, verify's
-    probers (their renders, cases and parses), and the marker scans of rendered texts."""
+    """Everything a previous run left in this process: compiled and parsed templates, remembered results,
+    verify's probers (their renders, cases and parses), and the marker scans of rendered texts."""
     sandbox._compiled_cached.cache_clear()
+    probes._parsed.cache_clear()
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()
     for name in ("_marker_spans", "_cuts", "_cuts_from"):

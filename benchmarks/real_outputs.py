@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the test module's own helpers (message_norm)
 _spec = importlib.util.spec_from_file_location("_real_outputs", HERE.parent / "tests" / "test_real_outputs.py")
 H = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(H)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from message_norm import norm_calls
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -179,34 +180,11 @@ def _text(v: Any) -> str:
     return v.strip() if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
 
 
-def _args(v: Any) -> Any:
-    if isinstance(v, str):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return v
-    return v
-
-
-def _calls(calls: Any) -> list[dict]:
-    out = []
-    for tc in calls or []:
-        if not isinstance(tc, dict):
-            out.append({"malformed": tc})
-            continue
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
-        item = {"name": fn.get("name"), "arguments": _args(fn.get("arguments"))}
-        if tc.get("id") not in (None, ""):
-            item["id"] = tc["id"]
-        out.append(item)
-    return out
-
-
 def normalize_expected(expected: dict) -> dict:
     return {
         "content": _text(expected.get("content")),
         "reasoning": _text(expected.get("reasoning_content")),
-        "tool_calls": _calls(expected.get("tool_calls")),
+        "tool_calls": norm_calls(expected.get("tool_calls")),
     }
 
 
@@ -215,7 +193,7 @@ def normalize_got(msg: dict) -> dict:
     return {
         "content": _text(msg.get("content")),
         "reasoning": _text(reasoning),
-        "tool_calls": _calls(msg.get("tool_calls")),
+        "tool_calls": norm_calls(msg.get("tool_calls")),
     }
 
 

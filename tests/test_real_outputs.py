@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from message_norm import norm_calls
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "real_outputs"
@@ -160,34 +161,9 @@ def _text(v: Any) -> str:
     return re.sub(r"\s+", " ", v).strip()
 
 
-def _args(v: Any) -> Any:
-    if isinstance(v, str):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return v
-    return v
-
-
-def _calls(calls: Any) -> list[dict]:
-    out = []
-    for tc in calls if isinstance(calls, list) else ([] if calls is None else [calls]):
-        if not isinstance(tc, dict):
-            out.append({"malformed": repr(tc)})
-            continue
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
-        item = {"name": fn.get("name"), "arguments": _args(fn.get("arguments"))}
-        if item["arguments"] is None:
-            item["arguments"] = {}
-        if tc.get("id") not in (None, ""):
-            item["id"] = tc["id"]
-        out.append(item)
-    return out
-
-
 def normalize(msg: dict) -> dict:
     reasoning = next((msg[k] for k in ("thinking", "reasoning_content", "reasoning") if k in msg), None)
-    return {"content": _text(msg.get("content")), "reasoning": _text(reasoning), "tool_calls": _calls(msg.get("tool_calls"))}
+    return {"content": _text(msg.get("content")), "reasoning": _text(reasoning), "tool_calls": norm_calls(msg.get("tool_calls"))}
 
 
 def diff(expected: dict, got: dict) -> list[str]:

@@ -45,16 +45,24 @@ MAX_SWITCH_MODES = 16
 _SWITCH_READ = re.compile(r"(?<![\w.'\"])(?!enable_thinking\b)[A-Za-z_]\w*(?:think|reason)\w*(?![\w'\"])|(?<![\w.'\"])(?:think|reason)\w*(?![\w'\"])", re.I)
 
 
-def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
-    """Attribute chains the template spells starting at ``first`` (``x.context.body`` -> ("context",
-    "body")), longest first, from the parsed template (nothing runs)."""
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str):
+    """The template's syntax tree, parsed once per source (reading names and attribute chains runs no
+    template code); the sandbox compiles from its own parse, whose tree its code generator rewrites."""
     import jinja2
-    from jinja2 import nodes
 
     from ..render.sandbox import _GenerationTag
 
+    return jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"]).parse(source)
+
+
+def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
+    """Attribute chains the template spells starting at ``first`` (``x.context.body`` -> ("context",
+    "body")), longest first, from the parsed template (nothing runs)."""
+    from jinja2 import nodes
+
     try:
-        ast = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"]).parse(source)
+        ast = _parsed(source)
     except Exception:  # noqa: BLE001 - the sandbox's compile reports a template that does not parse
         return []
     chains: list[tuple[str, ...]] = []
@@ -100,16 +108,12 @@ def reasoning_switches(source: str) -> list[dict]:
     read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
     thinking or reasoning, set to True, False and every string the template compares it with
     (``reasoning_effort == 'high'``). Parsing runs no template code."""
-    import jinja2
     from jinja2 import nodes
-
-    from ..render.sandbox import _GenerationTag
 
     if not _SWITCH_READ.search(source):  # no bare name of that kind: nothing to parse for (most templates)
         return []
     try:
-        env = jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"])
-        ast = env.parse(source)
+        ast = _parsed(source)
         names = sorted(n for n in _read_before_set(ast) if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
         return []

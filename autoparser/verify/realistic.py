@@ -23,12 +23,12 @@ from __future__ import annotations
 import json
 
 import regex as re
-from transformers.utils.chat_parsing import ResponseParser, parse_response
+from transformers.utils.chat_parsing import parse_response
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from ..analysis.diff import markers
 from ..analysis.model import Analysis
-from .roundtrip import VERIFY_TOOLS, Case, _compare
+from .roundtrip import VERIFY_TOOLS, Case, _compare, stream_parse
 
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
             "reasoning_opener_missing", "ids_removed", "text_around_calls", "malformed_call")
@@ -111,10 +111,7 @@ def _parse(text: str, case: Case, template: dict, stream: bool) -> tuple[dict, d
     one = parse_response(text, template, prefix=case.prompt, tools=VERIFY_TOOLS)
     if not stream:
         return one, one
-    p = ResponseParser(template, prefix=case.prompt, tools=VERIFY_TOOLS)
-    for i in range(0, len(text), 8):
-        p.feed(text[i : i + 8])
-    return one, p.finalize()[0]
+    return one, stream_parse(template, text, case.prompt, VERIFY_TOOLS)  # cut as verify cuts: at every delimiter
 
 
 def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: frozenset) -> str | None:
@@ -133,7 +130,7 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
 def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, reasoning_field: str = "thinking",
           stream: bool = False) -> tuple[dict, dict]:
     """({variant: pass | fail}, {variant: first failure in one line}) over one case per probe message, parsed
-    one-shot (``stream``: also streamed in 8-character chunks; the tests do, infer does not, to stay cheap)."""
+    one-shot (``stream``: also streamed, cut as verify cuts; the tests do, infer does not, to stay cheap)."""
     marks = structural_markers(a)
     template = load_response_template(template)  # compiled once, not per parse
     seen, results, why = set(), {}, {}

@@ -25,6 +25,7 @@ from ..analysis.model import Analysis, Reasoning, Tools
 from ..emit import emit
 from ..errors import VerificationError
 from . import realistic
+from .roundtrip import FIELD_NAMES, capabilities, capability, rejudge_uncovered, template_fields, verify
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
 CAPABILITY_WORDS = {"single": "single calls", "parallel": "parallel calls", "nested": "nested arguments",
@@ -71,8 +72,6 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     Tool calls are judged by capability: when single calls round-trip but parallel calls (say) do not,
     the field is kept if the uncovered cases' text arrives in content with no call parsed from it;
     the field is dropped whole only when that fails or no capability holds."""
-    from .roundtrip import capabilities, template_fields, verify
-
     report = verify(chat_template, template, special_tokens, analysis=a, reasoning_field=reasoning_field)
     per = report.per_field()
     fields = {f: per.get(f, "absent") for f in FIELDS}
@@ -91,7 +90,7 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
         return template, None, verdict
     last = report
     if report.first_failure() is not None:
-        partial = _partial(chat_template, special_tokens, a, template, report, reasoning_field)
+        partial = _partial(template, report, verdict["tool_capabilities"], reasoning_field)
         if partial is not None:
             reduced, caps = partial
             uncovered = [k for k, v in caps.items() if v == "fail"]
@@ -130,29 +129,22 @@ def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_fie
     """What real outputs vary in, checked on the template handed out (on the cases of the capabilities it
     covers); reported, never a reason to drop a field (the round trip already showed each field right on
     the template's own text)."""
-    from .roundtrip import capability
-
     cases = [c for c in report.cases if capability(c) not in uncovered] if uncovered else report.cases
     verdict["realistic"], verdict["realistic_failures"] = realistic.check(cases, template, a, report.fields, reasoning_field)
 
 
 def _all_fail(caps: dict, report) -> dict:
     """Capabilities once the tool_calls field is left out: every one the renderings show fails."""
-    from .roundtrip import capability
-
     shown = {capability(c) for c in report.cases} - {None}
     return {k: ("fail" if k in shown or (k == "ids" and v != "absent") else "absent") for k, v in caps.items()}
 
 
-def _partial(chat_template, special_tokens, a: Analysis, template: dict, report, reasoning_field: str):
+def _partial(template: dict, report, caps: dict, reasoning_field: str):
     """(report, capabilities) when the tool_calls field holds for single calls and every failing case is
     a tool-call case of another capability whose text, rejudged as uncovered, arrives in content.
     The ids capability is judged on the covered cases."""
-    from .roundtrip import capabilities, capability, rejudge_uncovered
-
     if "tool_calls" not in report.fields:
         return None
-    caps = capabilities(report)
     if caps["single"] != "pass":
         return None
     failing = [c for c in report.cases if c.status == "fail"]
@@ -168,7 +160,7 @@ def _partial(chat_template, special_tokens, a: Analysis, template: dict, report,
 def _unseen(a: Analysis, verdict: dict) -> None:
     """Calls the analysis cannot see at all (``Tools.unseen``: rendered only in earlier turns, or only in
     a call shape callers do not send): the verdict says so, never silently."""
-    unseen = getattr(a.tools, "unseen", ())
+    unseen = a.tools.unseen
     if not unseen or "tool_calls" in verdict["dropped"]:
         return
     verdict["fields"]["tool_calls"] = "fail"
@@ -180,8 +172,6 @@ def _unseen(a: Analysis, verdict: dict) -> None:
 
 def _unparsed(report) -> list[str]:
     """Fields the template renders (some case expects them) that the response_template does not parse."""
-    from .roundtrip import FIELD_NAMES
-
     seen = {FIELD_NAMES[k] for c in report.cases for k in c.expected}
     return [f for f in FIELDS if f in seen and f not in report.fields]
 
