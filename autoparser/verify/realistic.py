@@ -23,12 +23,9 @@ from __future__ import annotations
 import json
 
 import regex as re
-from transformers.utils.chat_parsing import parse_response
-from transformers.utils.chat_parsing.response_templates import load_response_template
-
 from ..analysis.diff import markers
 from ..analysis.model import Analysis
-from .roundtrip import VERIFY_TOOLS, Case, _compare, stream_parse
+from .roundtrip import Case, _compare, _Parsing
 
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
             "reasoning_opener_missing", "ids_removed", "text_around_calls", "malformed_call")
@@ -107,11 +104,11 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
                 yield "malformed_call", g[:j] + g[j + 1:], exp, value
 
 
-def _parse(text: str, case: Case, template: dict, stream: bool) -> tuple[dict, dict]:
-    one = parse_response(text, template, prefix=case.prompt, tools=VERIFY_TOOLS)
+def _parse(text: str, case: Case, parsing: _Parsing, stream: bool) -> tuple[dict, dict]:
+    one = parsing.one_shot(case.prompt, text)
     if not stream:
         return one, one
-    return one, stream_parse(template, text, case.prompt, VERIFY_TOOLS)  # cut as verify cuts: at every delimiter
+    return one, parsing.streamed(case.prompt, text)  # cut as verify cuts: at every delimiter
 
 
 def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: frozenset) -> str | None:
@@ -128,11 +125,13 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
 
 
 def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, reasoning_field: str = "thinking",
-          stream: bool = False) -> tuple[dict, dict]:
+          stream: bool = False, parsing: _Parsing | None = None) -> tuple[dict, dict]:
     """({variant: pass | fail}, {variant: first failure in one line}) over one case per probe message, parsed
-    one-shot (``stream``: also streamed, cut as verify cuts; the tests do, infer does not, to stay cheap)."""
+    one-shot (``stream``: also streamed, cut as verify cuts; the tests do, infer does not, to stay cheap).
+    ``parsing``: the verification's (``Report.parsing``, for ``template``): a variant that parses as a text
+    already parsed (the same text after the same start anchor) is not parsed again."""
     marks = structural_markers(a)
-    template = load_response_template(template)  # compiled once, not per parse
+    parsing = parsing if parsing is not None else _Parsing(None, template)  # compiled once, not per parse
     seen, results, why = set(), {}, {}
     for case in cases:
         if case.status != "pass" or case.name in seen:
@@ -142,7 +141,7 @@ def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, rea
             if text == case.generated or results.get(name) == "fail":
                 continue
             try:
-                one, streamed = _parse(text, case, template, stream)
+                one, streamed = _parse(text, case, parsing, stream)
             except Exception as e:  # noqa: BLE001 - a raise is what this stage looks for
                 results[name], why[name] = "fail", f"{case.name!r}: the parser raises {type(e).__name__}: {str(e).splitlines()[0][:100]}"
                 continue

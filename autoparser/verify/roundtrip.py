@@ -122,6 +122,7 @@ def template_fields(response_template: dict, reasoning_field: str = "thinking") 
 class Report:
     cases: list[Case]
     fields: frozenset = FIELDS  # what the response_template parses (``template_fields``)
+    parsing: object = field(default=None, repr=False, compare=False)  # the ``_Parsing`` its parses are remembered in
 
     @property
     def passed(self) -> bool:
@@ -528,7 +529,7 @@ def verify(chat_template: str, response_template: dict, special_tokens: dict | N
             _check(case, response_template, reasoning_field, fields, parsing)
         if case.status == "fail" and analysis.tools.unreadable:
             _limit(pr, analysis, case, response_template, reasoning_field, fields, parsing)
-    report = Report(cases, fields)
+    report = Report(cases, fields, parsing)
     return rejudge_uncovered(report, response_template, set(uncovered), reasoning_field) if uncovered else report
 
 
@@ -646,12 +647,26 @@ class _Parsing:
         except Exception:  # noqa: BLE001 - each parse then raises it, as a verification failure
             self.spec = response_template
         self.memo = pr.memo.setdefault("parses", {}) if pr is not None else {}
+        self.tails: dict[str, str] = {}
         if len(self.memo) > 4096:
             self.memo.clear()
         try:
             self.key = json.dumps(response_template, sort_keys=True, ensure_ascii=False)
         except (TypeError, ValueError):
             self.key, self.memo = None, {}
+
+    def _tail(self, prompt: str) -> str:
+        """What a parse reads of the prompt: ``ResponseParser`` keeps only the text after its last start
+        anchor (``truncate_past_last_anchor``), so prompts that differ before it (a history turn, another
+        system text) parse the same generated text to the same message: half of verify's parses."""
+        tail = self.tails.get(prompt)
+        if tail is None:
+            try:
+                tail = self.spec.truncate_past_last_anchor(prompt)
+            except Exception:  # noqa: BLE001 - a template that does not load: each parse raises its error
+                tail = prompt
+            self.tails[prompt] = tail
+        return tail
 
     def one_shot(self, prompt: str, text: str) -> dict:
         return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prompt, tools=VERIFY_TOOLS))
@@ -662,7 +677,7 @@ class _Parsing:
     def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
         """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
         keeps the object it was given: cases are read, never edited, once parsed)."""
-        key = (how, self.key, prompt, text)
+        key = (how, self.key, self._tail(prompt), text)
         hit = self.memo.get(key)
         if hit is None:
             try:
@@ -752,10 +767,10 @@ def rejudge_uncovered(report: Report, response_template: dict, uncovered: set[st
                      expected=c.expected, parsed=c.parsed, streamed=c.streamed, source=c.source)
         elif capability(c) in uncovered and c.status in ("pass", "fail") and c.source:
             c = Case(c.name, c.mode, c.history, "pass", c.how, prompt=c.prompt, generated=c.generated, expected=c.expected, source=c.source)
-            _check(c, response_template, reasoning_field, plain)
+            _check(c, response_template, reasoning_field, plain, report.parsing)
             for got in (c.parsed, c.streamed):
                 if c.status == "pass" and (got or {}).get("tool_calls"):
                     c.status, c.error = "fail", "an uncovered tool call was parsed instead of arriving in content"
                     c.fields = {**c.fields, "content": "fail"}
         cases.append(c)
-    return Report(cases, report.fields)
+    return Report(cases, report.fields, report.parsing)

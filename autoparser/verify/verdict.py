@@ -130,7 +130,8 @@ def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_fie
     covers); reported, never a reason to drop a field (the round trip already showed each field right on
     the template's own text)."""
     cases = [c for c in report.cases if capability(c) not in uncovered] if uncovered else report.cases
-    verdict["realistic"], verdict["realistic_failures"] = realistic.check(cases, template, a, report.fields, reasoning_field)
+    verdict["realistic"], verdict["realistic_failures"] = realistic.check(cases, template, a, report.fields, reasoning_field,
+                                                                         parsing=report.parsing)
 
 
 def _all_fail(caps: dict, report) -> dict:
