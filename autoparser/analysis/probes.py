@@ -47,12 +47,15 @@ _SWITCH_READ = re.compile(r"(?<![\w.'\"])(?!enable_thinking\b)[A-Za-z_]\w*(?:thi
 
 @functools.lru_cache(maxsize=8)
 def _parsed(source: str):
-    """The template's syntax tree, parsed once per source (reading names and attribute chains runs no
-    template code); the sandbox compiles from its own parse, whose tree its code generator rewrites."""
+    """The template's syntax tree (reading names and attribute chains runs no template code): the one the
+    sandbox compiled it from, parsed here only when the sandbox keeps none (a source too long to cache)."""
     import jinja2
 
-    from ..render.sandbox import _GenerationTag
+    from ..render.sandbox import _GenerationTag, syntax_tree
 
+    tree = syntax_tree(source)
+    if tree is not None:
+        return tree
     return jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"]).parse(source)
 
 

@@ -653,7 +653,27 @@ def _environment(mutable: bool) -> jinja2.Environment:
 
 @functools.lru_cache(maxsize=32)
 def _compiled_cached(source: str, mutable: bool) -> jinja2.Template:
-    return _environment(mutable).from_string(source)
+    env = _environment(mutable)
+    tree = env.parse(source)
+    template = env.from_string(tree)
+    template.syntax_tree = tree  # ``syntax_tree``: later stages read names off it instead of parsing again
+    return template
+
+
+def syntax_tree(source: str):
+    """The parse tree the sandbox compiled ``source`` from (its compile parses once; reading the names and
+    attribute chains a template spells then costs no second parse), or None when it is not compiled and
+    cached. The code generator only adds shortcuts to its nodes (``_skip_empty_searches``): every search
+    and walk gives what it gives on a fresh parse."""
+    from . import watchdog  # here: the watchdog module needs nothing of this one, but keep the import local
+
+    if len(source) > CACHE_SOURCE:
+        return None
+    try:
+        with watchdog.budget(watchdog.TIME_BUDGET, "template", doing="compile"):  # cached: no compile at all
+            return getattr(_compiled_cached(source, False), "syntax_tree", None)
+    except Exception:  # noqa: BLE001 - a template that does not compile reports it where it is compiled
+        return None
 
 
 def _compiled(source: str, mutable: bool) -> jinja2.Template:
