@@ -1,6 +1,6 @@
 """Speed of inference, parsing and the tokenizer-load hook on the corpus templates (issue 6).
 
-    python benchmarks/bench.py [--repeats N] [--only SUBSTR ...] [--sections infer,parse,hook,grammar,batch] [-v]
+    python benchmarks/bench.py [--repeats N] [--only SUBSTR ...] [--sections infer,stages,parse,hook,grammar,batch] [-v]
 
 Prints these tables:
   infer  per template: cold (template never compiled in this process, no result cached), analysis (the
@@ -10,6 +10,9 @@ Prints these tables:
          the same sources (what any consumer of the template pays once) in the same run: cold infer +
          verify has its target as a ratio to it (<= 2x, median and corpus total), which a loaded or slower
          machine moves far less than either time.
+  stages (only when asked) CPU time of each stage of cold infer + verify over the corpus: the sandbox's
+         compile, the analysis, verification, and within it the round trip's renders, one-shot and streamed
+         parses and the realistic-output stage.
   parse  per emitted template, on the template's own rendering of a long turn (50 KB of reasoning and
          content) and of 100 tool calls: throughput of ``parse_response`` and of a streaming
          ``ResponseParser`` fed in 1-4 character chunks; for the model families that transformers ships
@@ -167,6 +170,71 @@ def bench_infer(templates, repeats: int, verbose: bool) -> dict:
     return {"cold_median": med[0], "cold_total": tot[0], "analysis_median": med[1], "warm_mem_median": med[2],
             "warm_disk_median": med[3], "jinja_median": med[4], "jinja_total": tot[4], "verified_median": med[5],
             "verified_total": tot[5], "n": len(rows)}
+
+
+# -- 1b. where cold infer + verify spends its time ------------------------------------------------------------
+
+# (module, attribute, label): each stage's CPU time, counted once however deep it nests in itself.
+STAGES = (
+    ("autoparser.render.sandbox", "_compiled_cached", "compile (the sandbox's jinja2 compile)"),
+    ("autoparser.pipeline", "_analyze", "analysis, compile included"),
+    ("autoparser.pipeline", "settle", "verification, every stage"),
+    ("autoparser.verify.roundtrip", "_cases", "  round trip: cases (renders of probe conversations)"),
+    ("autoparser.verify.roundtrip._Parsing", "one_shot", "  parse one-shot (round trip and realistic)"),
+    ("autoparser.verify.roundtrip._Parsing", "streamed", "  parse streamed (round trip)"),
+    ("autoparser.verify.realistic", "check", "  realistic-output stage (its parses included)"),
+)
+
+
+def bench_stages(templates, repeats: int) -> dict:
+    """CPU time per stage of cold infer + verify over the templates (``forget_all`` before each), from
+    wrappers around the stage functions, median of ``repeats`` passes. Wrapping adds a few microseconds
+    a call; the totals are what to compare, not the last digit."""
+    import importlib
+
+    acc: dict[str, float] = {}
+    active: list[str] = []
+    saved = []
+    for mod_name, attr, label in STAGES:
+        owner_name, _, cls = mod_name.partition(".verify.roundtrip._")
+        owner = importlib.import_module(mod_name) if not cls else getattr(importlib.import_module(owner_name + ".verify.roundtrip"), "_" + cls)
+        f = getattr(owner, attr)
+
+        def timed(*a, _f=f, _label=label, **k):
+            t = time.process_time()
+            active.append(_label)
+            try:
+                return _f(*a, **k)
+            finally:
+                active.pop()
+                if _label not in active:
+                    acc[_label] = acc.get(_label, 0.0) + time.process_time() - t
+
+        if hasattr(f, "cache_clear"):
+            timed.cache_clear = f.cache_clear
+        saved.append((owner, attr, f))
+        setattr(owner, attr, timed)
+    runs = []
+    try:
+        for _ in range(repeats):
+            acc.clear()
+            t = time.process_time()
+            for _name, src in templates:
+                forget_all()
+                try:
+                    pipeline.infer_result(src, TOKENS, verify=True)
+                except AutoparserError:
+                    pass
+            runs.append((time.process_time() - t, dict(acc)))
+    finally:
+        for owner, attr, f in saved:
+            setattr(owner, attr, f)
+    total, stages = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+    print(f"\n== where cold infer + verify goes (CPU s over {len(templates)} templates, the median of {repeats} passes) ==")
+    print(f"{'all of it':58} {total:7.3f}")
+    for _m, _a, label in STAGES:
+        print(f"{label:58} {stages.get(label, 0.0):7.3f}   {stages.get(label, 0.0) / max(len(templates), 1) * 1e3:6.2f} ms/template")
+    return {"total": total, **stages}
 
 
 # -- 2./3. parse throughput and hold-back ------------------------------------------------------------------
@@ -462,6 +530,8 @@ def main(argv=None) -> int:
     summary: dict = {}
     if "infer" in sections:
         summary["infer"] = bench_infer(templates, args.repeats, args.verbose)
+    if "stages" in sections:
+        summary["stages"] = bench_stages(templates, args.repeats)
     if "parse" in sections:
         summary["parse"] = bench_parse(templates, args.repeats, args.verbose)
     if "hook" in sections:
