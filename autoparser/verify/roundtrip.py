@@ -638,8 +638,10 @@ FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "too
 class _Parsing:
     """The response_template compiled once for all of a verification's parses (transformers' loader
     validates and compiles every pattern on each ``parse_response`` and ``ResponseParser``), and the
-    parses remembered on the prober by (template, prompt, generated text): a repeated verification of
-    the same template (``pipeline.verify`` after ``infer``) parses nothing again."""
+    parses remembered on the prober by (template, the prompt after its last start anchor, generated text):
+    the cases of another history or thinking mode that come to the same text, the realistic stage's
+    variants and a repeated verification of the same template (``pipeline.verify`` after ``infer``)
+    parse nothing again."""
 
     def __init__(self, pr: Prober | None, response_template: dict):
         try:
