@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from autoparser import batch, cache, hook, pipeline  # noqa: E402
 from autoparser.analysis import diff, probes  # noqa: E402
 from autoparser.render import Renderer, budget, sandbox  # noqa: E402
+from autoparser.verify import realistic  # noqa: E402
 from autoparser.verify import roundtrip as verify_mod  # noqa: E402
 from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.analysis.probes import Prober, assistant  # noqa: E402
@@ -116,12 +117,14 @@ def corpus(only: list[str]) -> list[tuple[str, str]]:
 
 
 def forget_all() -> None:
-    """Everything a previous run left in this process: compiled and parsed templates, remembered results,
-    verify's probers (their renders, cases and parses), and the marker scans of rendered texts."""
+    """Everything a previous run left in this process: compiled and parsed templates (the parse tree goes
+    with the compile), remembered results, verify's probers (their renders, cases and parses), the realistic
+    stage's marker patterns, and the marker scans of rendered texts."""
     sandbox._compiled_cached.cache_clear()
     probes._parsed.cache_clear()
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()
+    realistic._patterns.cache_clear()  # the realistic stage's marker patterns
     for name in ("_marker_spans", "_cuts", "_cuts_from"):
         f = getattr(diff, name, None)
         if f is not None:
