@@ -121,6 +121,7 @@ def forget_all() -> None:
     with the compile), remembered results, verify's probers (their renders, cases and parses), the realistic
     stage's marker patterns, and the marker scans of rendered texts."""
     sandbox._compiled_cached.cache_clear()
+    sandbox._TREES.clear()
     probes._parsed.cache_clear()
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()

@@ -45,17 +45,23 @@ MAX_SWITCH_MODES = 16
 _SWITCH_READ = re.compile(r"(?<![\w.'\"])(?!enable_thinking\b)[A-Za-z_]\w*(?:think|reason)\w*(?![\w'\"])|(?<![\w.'\"])(?:think|reason)\w*(?![\w'\"])", re.I)
 
 
-@functools.lru_cache(maxsize=8)
-def _parsed(source: str):
+def _tree(source: str):
     """The template's syntax tree (reading names and attribute chains runs no template code): the one the
-    sandbox compiled it from, parsed here only when the sandbox keeps none (a source too long to cache)."""
-    import jinja2
-
-    from ..render.sandbox import _GenerationTag, syntax_tree
+    sandbox just compiled it from (``syntax_tree``), parsed here only when the sandbox keeps none."""
+    from ..render.sandbox import syntax_tree
 
     tree = syntax_tree(source)
-    if tree is not None:
-        return tree
+    return tree if tree is not None else _parsed(source)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str):
+    """A parse of its own, remembered per source, for a template whose tree the sandbox no longer keeps
+    (too long to cache, or compiled several templates ago)."""
+    import jinja2
+
+    from ..render.sandbox import _GenerationTag
+
     return jinja2.Environment(extensions=[_GenerationTag, "jinja2.ext.loopcontrols"]).parse(source)
 
 
@@ -65,7 +71,7 @@ def _attribute_chains(source: str, first: str) -> list[tuple[str, ...]]:
     from jinja2 import nodes
 
     try:
-        ast = _parsed(source)
+        ast = _tree(source)
     except Exception:  # noqa: BLE001 - the sandbox's compile reports a template that does not parse
         return []
     chains: list[tuple[str, ...]] = []
@@ -116,7 +122,7 @@ def reasoning_switches(source: str) -> list[dict]:
     if not _SWITCH_READ.search(source):  # no bare name of that kind: nothing to parse for (most templates)
         return []
     try:
-        ast = _parsed(source)
+        ast = _tree(source)
         names = sorted(n for n in _read_before_set(ast) if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
         return []

@@ -656,24 +656,29 @@ def _compiled_cached(source: str, mutable: bool) -> jinja2.Template:
     env = _environment(mutable)
     tree = env.parse(source)
     template = env.from_string(tree)
-    template.syntax_tree = tree  # ``syntax_tree``: later stages read names off it instead of parsing again
+    if not mutable:
+        with _TREES_LOCK:
+            _TREES[source] = tree
+            while len(_TREES) > TREES_KEPT:
+                _TREES.pop(next(iter(_TREES)))
     return template
 
 
-def syntax_tree(source: str):
-    """The parse tree the sandbox compiled ``source`` from (its compile parses once; reading the names and
-    attribute chains a template spells then costs no second parse), or None when it is not compiled and
-    cached. The code generator only adds shortcuts to its nodes (``_skip_empty_searches``): every search
-    and walk gives what it gives on a fresh parse."""
-    from . import watchdog  # here: the watchdog module needs nothing of this one, but keep the import local
+# The parse trees of the last few templates compiled: the analysis reads names and attribute chains off
+# them right after the compile (``syntax_tree``). Only a few: a tree takes about three times the memory
+# of the compiled template it came from.
+TREES_KEPT = 4
+_TREES: dict[str, jinja2.nodes.Template] = {}
+_TREES_LOCK = threading.Lock()
 
-    if len(source) > CACHE_SOURCE:
-        return None
-    try:
-        with watchdog.budget(watchdog.TIME_BUDGET, "template", doing="compile"):  # cached: no compile at all
-            return getattr(_compiled_cached(source, False), "syntax_tree", None)
-    except Exception:  # noqa: BLE001 - a template that does not compile reports it where it is compiled
-        return None
+
+def syntax_tree(source: str):
+    """The parse tree the sandbox compiled ``source`` from when it is one of the last few compiled (no
+    second parse for reading the names a template spells), else None. The code generator only adds
+    shortcuts to its nodes (``_skip_empty_searches``): every search and walk gives what it gives on a
+    fresh parse."""
+    with _TREES_LOCK:
+        return _TREES.get(source)
 
 
 def _compiled(source: str, mutable: bool) -> jinja2.Template:
