@@ -242,9 +242,24 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     else:
         mode = "TAG_BASED"
     variants = tuple(dict.fromkeys(v for v in (full_end, end) if v))
-    r = Reasoning(mode, start, end, variants)
+    r = Reasoning(mode, start, end, variants, _lone_close(mode, start, end, prompts, log))
     log.append(f"reasoning -> {r}")
     return r
+
+
+def _lone_close(mode: str, start: str, end: str, prompts: dict[str, str], log: list[str]) -> bool:
+    """Whether text before a close with no opener is reasoning (the DeepSeek-R1 convention): where a
+    thinking switch prefills the block in one mode (the opener, or an empty block) and leaves the reply's
+    start to the model in another, the model reasons in that other mode too and may skip the opener it
+    was trained to find in the prompt. Never for a template without reasoning, nor one with no switch."""
+    if mode not in ("TAG_BASED", "FORCED_OPEN", "FORCED_CLOSED") or not (start and end) or len(prompts) < 2:
+        return False
+    tails = [p[p.rfind(USER):].rstrip() for p in prompts.values()]
+    prefilled = [t.endswith(start) or t.endswith(end) for t in tails]
+    if any(prefilled) and not all(prefilled):
+        log.append(f"R2 one mode prefills the block, another leaves it to the model: text before a lone {end!r} is reasoning")
+        return True
+    return False
 
 
 def _m(mode: dict) -> str:
