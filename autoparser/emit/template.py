@@ -103,7 +103,7 @@ def repeated_opener(start: str, lead: str = "") -> str:
     return rf"(?={esc(start)})(?<=\A\s*{lead}{esc(start)}\s*)"
 
 
-def _implicit_close(cores: list[str], calls: dict | None, at_start: list[str] = (), lead: str = "") -> str:
+def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str, str]] = ()) -> str:
     r"""The implicit content's close: the end markers and the markers consumed without a field, each
     with the whitespace after it (see ``then_space``).
 
@@ -117,7 +117,7 @@ def _implicit_close(cores: list[str], calls: dict | None, at_start: list[str] = 
     ``<(?:(?:\|im_end\|>)\s*|tool_call>)``; and nothing before a literal is zero-width (a leading
     lookahead costs a tenth more per streamed chunk, a bare ``(?=<tool_call>)`` 20x on prose)."""
     cores = sorted(dict.fromkeys(cores), key=len, reverse=True)
-    anchored = [at_reply_start(x, lead=lead) for x in sorted(dict.fromkeys(at_start), key=len, reverse=True) if x.strip()]
+    anchored = [pattern for _, pattern in extra]  # (its first literal, a pattern starting with that literal)
     plain = then_space(*literals(cores), *anchored)
     if not cores or not calls or not calls.get("repeats"):
         return plain
@@ -131,7 +131,7 @@ def _implicit_close(cores: list[str], calls: dict | None, at_start: list[str] = 
         rest = re.sub(r"\(\?P<\w+>", "(?:", rest)  # captures belong to the call's open
         bounds = [esc(lit) + (f"(?={rest})" if rest else "")]
     c, ec = cores[0][0], esc(cores[0][0])  # cores are non-empty markers
-    if any(not x.startswith(c) for x in [*cores, *at_start]) or any(not b.startswith(ec) for b in bounds):
+    if any(not x.startswith(c) for x in [*cores, *(lit for lit, _ in extra)]) or any(not b.startswith(ec) for b in bounds):
         return plain
     tail = then_space(*(esc(x[1:]) for x in cores), *(a[len(ec):] for a in anchored))
     return f"{ec}(?:{tail}|{'|'.join(b[len(ec):] for b in bounds)})"
@@ -173,9 +173,13 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     fields: dict[str, dict] = {}
     r, c, t = a.reasoning, a.content, a.tools
     lead = repeated_lead(a)
+    # An opener made of a token and a word (``<|channel>thought``) may follow its token written alone.
+    token = markers(r.start)[:1] if r.mode != "NONE" and r.start else []
+    token = [x for x in token if x != r.start.strip() and r.start.startswith(x)]
+    lead_open = lead + "".join(rf"(?:{esc(x)}\s*)?" for x in token)
     if r.mode != "NONE":
         if r.start:
-            f = {"open_pattern": reasoning_open(r, lead)}
+            f = {"open_pattern": reasoning_open(r, lead_open)}
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
             if r.end and r.mode == "TOOLS_ONLY" and openers:
@@ -185,7 +189,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end))
             if r.end:
-                f["close_pattern"] += "|" + repeated_opener(r.start, lead)
+                f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
             fields[reasoning_field] = f
         elif r.end:
@@ -223,8 +227,20 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         cores = [m for m in cores if m not in at_start or m in ends]
         # The reasoning's close counts as at the start after the reasoning block too (a prompt that closed
         # the block, then the model closing it again: the second close is no text either).
-        block = [rf"{esc(r.start)}[\s\S]*?{esc(r.end)}"] if at_start else []
-        f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"), at_start, repeated_lead(a, *literals(at_start), *block))} if cores or at_start else {}
+        toks = literals(anchor_tokens(a))
+        # After the reasoning block only when the model started the turn again (the anchor's token):
+        # right after the block a second close is text (a thinking-off prompt's empty block, then ``</think>``).
+        block = rf"(?:{esc(r.start)}[\s\S]*?{esc(r.end)}\s*(?:{'|'.join(toks)})\s*)?" if at_start and toks else ""
+        lead = block + repeated_lead(a, *literals(at_start))
+        # ... and at the reply's end (a stray close before the end marker), where nothing follows to lose.
+        strays = "".join(rf"(?:\s*{x})*" for x in literals(at_start))
+        tail = rf"(?={strays}\s*(?:" + "|".join([*literals(ends), r"\Z"]) + "))"
+        extra = [(x, esc(x) + f"(?:{at_reply_start(x, lead=lead)[len(esc(x)):]}|{tail})") for x in at_start]
+        extra += [(x, esc(x) + rf"(?<=\A\s*{lead}{esc(x)})(?=\s*{esc(r.start)})") for x in token]
+        if r.mode != "NONE" and r.start and r.end and fields.get(reasoning_field, {}).get("open_pattern"):
+            # An empty reasoning block at the reply's end holds no text: consumed, not left in content.
+            extra.append((r.start, rf"{esc(r.start)}\s*{esc(r.end)}{tail}"))
+        f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"), extra)} if cores or extra else {}
         section = dropped_section(t)
         if section:  # calls no field reads: their section is consumed, not read as content
             f["close_pattern"] = "|".join([x for x in (f.get("close_pattern"), section) if x])
