@@ -192,6 +192,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
             fields[reasoning_field] = f
+            if r.lone_close and r.end:
+                warnings.append(f"text before a {r.end!r} with no {r.start!r} is reasoning: a stream whose reply does not start with "
+                                f"{r.start!r} (and no prompt opened it) is held back until {r.end!r} or the end of the message")
         elif r.end:
             # Only an end delimiter: what precedes it is reasoning, if it comes at all. The lookahead
             # decides that exactly, at the price of holding a stream back until it does.
