@@ -241,8 +241,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         extra = [(x, esc(x) + f"(?:{at_reply_start(x, lead=lead)[len(esc(x)):]}|{tail})") for x in at_start]
         extra += [(x, esc(x) + rf"(?<=\A\s*{lead}{esc(x)})(?=\s*{esc(r.start)})") for x in token]
         if r.mode != "NONE" and r.start and r.end and fields.get(reasoning_field, {}).get("open_pattern"):
-            # An empty reasoning block at the reply's end holds no text: consumed, not left in content.
-            extra.append((r.start, rf"{esc(r.start)}\s*{esc(r.end)}{tail}"))
+            # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
+            # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
+            extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
         f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"), extra)} if cores or extra else {}
         section = dropped_section(t)
         if section:  # calls no field reads: their section is consumed, not read as content
