@@ -77,14 +77,16 @@ def test_a_stray_reasoning_close_never_loses_content(text, content):
 
 
 def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_the_model():
-    """reasoning-switch.jinja prefills the block in one mode and leaves it to the model in the other
-    (``Reasoning.lone_close``): text before a lone close is reasoning; chatml-think has no switch, so
-    there it stays content."""
-    text = "Let me reason.</think>\n\nThe answer.<|im_end|>"
-    for msg in both(template("reasoning-switch"), text):
+    """forced-closed.jinja closes the block in the prompt in one mode and leaves it to the model in the
+    other, the thinking one (``Reasoning.lone_close``): text before a lone close is reasoning. chatml-think
+    has no switch, and reasoning-switch's other mode opens the block (its free mode is the non-thinking
+    one): there it stays content, close included."""
+    for msg in both(template("forced-closed"), "Let me reason.<|/think|>\n\nThe answer.<|/turn|>"):
         assert (msg.get("thinking"), msg["content"]) == ("Let me reason.", "The answer.")
-    for msg in both(template("chatml-think"), text):
-        assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
+    text = "Let me reason.</think>\n\nThe answer.<|im_end|>"
+    for name in ("chatml-think", "reasoning-switch"):
+        for msg in both(template(name), text):
+            assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
 
 
 def test_an_unclosed_headed_message_ends_where_the_next_begins():

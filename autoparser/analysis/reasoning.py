@@ -249,15 +249,19 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
 
 def _lone_close(mode: str, start: str, end: str, prompts: dict[str, str], log: list[str]) -> bool:
     """Whether text before a close with no opener is reasoning (the DeepSeek-R1 convention): where a
-    thinking switch prefills the block in one mode (the opener, or an empty block) and leaves the reply's
-    start to the model in another, the model reasons in that other mode too and may skip the opener it
-    was trained to find in the prompt. Never for a template without reasoning, nor one with no switch."""
+    thinking switch closes the block in the prompt in one mode (an empty block, or the close alone) and
+    leaves the reply's start to the model in another, that other mode is the thinking one, and a model
+    trained on it may reason without writing the opener. Not where the switch's other mode opens the
+    block: the free mode is then the non-thinking one, whose every reply the lookahead would hold back
+    (and vLLM's structured-output gate with it) to find a close that does not come. Never for a template
+    without reasoning, nor one with no switch."""
     if mode not in ("TAG_BASED", "FORCED_OPEN", "FORCED_CLOSED") or not (start and end) or len(prompts) < 2:
         return False
     tails = [p[p.rfind(USER):].rstrip() for p in prompts.values()]
-    prefilled = [t.endswith(start) or t.endswith(end) for t in tails]
-    if any(prefilled) and not all(prefilled):
-        log.append(f"R2 one mode prefills the block, another leaves it to the model: text before a lone {end!r} is reasoning")
+    closed = [t.endswith(end) for t in tails]
+    free = [not t.endswith(start) and not t.endswith(end) for t in tails]
+    if any(closed) and any(free):
+        log.append(f"R2 one mode closes the block in the prompt, another leaves it to the model: text before a lone {end!r} is reasoning")
         return True
     return False
 
