@@ -187,15 +187,3 @@ def test_text_after_a_complete_value_is_content_streamed_or_not():
     text = '{"name": "get_weather", "parameters": {"city": "Paris"}}}'
     for msg in both(spec, text):
         assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
-
-
-def test_a_call_ends_reasoning_that_is_never_closed():
-    """A call inside reasoning that never closes ends the reasoning (Ollama's and LMDeploy's parsers);
-    with the close still to come, the call is reasoning text (llama.cpp's Qwen3.5 case)."""
-    spec = template("chatml-think")
-    for msg in both(spec, f"<think>Need the weather{CALL}<|im_end|>"):
-        assert msg["thinking"] == "Need the weather"
-        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"]
-    for msg in both(spec, f"<think>Say {CALL} later</think>\n\nNo call.<|im_end|>"):
-        assert msg["thinking"] == f"Say {CALL} later"
-        assert "tool_calls" not in msg and msg["content"] == "No call."

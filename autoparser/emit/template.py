@@ -188,12 +188,6 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end))
-                if openers and not t.headed.kind:
-                    # A call written inside reasoning that is never closed ends it (the model went on
-                    # to act without closing its reasoning); with the close still to come, the call is
-                    # reasoning text. Decided by a lookahead to the close: held back from the call's
-                    # opener until the close or the end of the message.
-                    f["close_pattern"] += f"|(?=(?:{'|'.join(map(esc, openers))})(?![\\s\\S]*?{esc(r.end)}))"
             if r.end:
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
