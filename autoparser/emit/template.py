@@ -228,17 +228,18 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     else:
         cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
         cores = [m for m in cores if m not in at_start or m in ends]
-        # The reasoning's close counts as at the start after the reasoning block too (a prompt that closed
-        # the block, then the model closing it again: the second close is no text either).
+        # The reasoning's close is consumed at the reply's start: after whitespace, repeated anchor tokens
+        # and closes, and after the reasoning block only when the model started the turn again (the anchor's
+        # token); right after the block a second close is text (a thinking-off prompt's empty block, then
+        # ``</think>``).
         toks = literals(anchor_tokens(a))
-        # After the reasoning block only when the model started the turn again (the anchor's token):
-        # right after the block a second close is text (a thinking-off prompt's empty block, then ``</think>``).
         block = rf"(?:{esc(r.start)}[\s\S]*?{esc(r.end)}\s*(?:{'|'.join(toks)})\s*)?" if at_start and toks else ""
-        lead = block + repeated_lead(a, *literals(at_start))
+        close_lead = block + repeated_lead(a, *literals(at_start))
         # ... and at the reply's end (a stray close before the end marker), where nothing follows to lose.
         strays = "".join(rf"(?:\s*{x})*" for x in literals(at_start))
         tail = rf"(?={strays}\s*(?:" + "|".join([*literals(ends), r"\Z"]) + "))"
-        extra = [(x, esc(x) + f"(?:{at_reply_start(x, lead=lead)[len(esc(x)):]}|{tail})") for x in at_start]
+        extra = [(x, esc(x) + f"(?:{at_reply_start(x, lead=close_lead)[len(esc(x)):]}|{tail})") for x in at_start]
+        # The opener's token written alone before the opener: consumed, so the block still opens at the start.
         extra += [(x, esc(x) + rf"(?<=\A\s*{lead}{esc(x)})(?=\s*{esc(r.start)})") for x in token]
         if r.mode != "NONE" and r.start and r.end and fields.get(reasoning_field, {}).get("open_pattern"):
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
