@@ -38,12 +38,63 @@ def test_whitespace_between_regions_never_wipes_content(gap, end):
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather", "get_weather"]
 
 
-def test_whitespace_after_reasoning_before_a_call_keeps_earlier_content():
-    """Interleaved reasoning: content, a reasoning block, then a call after a blank line."""
+def test_a_reasoning_block_after_content_stays_content():
+    """Reasoning opens only at the reply's start (as vLLM's and Ollama's parsers read it): a block written
+    after content is content text, so neither the text before it nor the block is lost to the implicit
+    content reopening; the call after it still parses."""
     text = f"Let me check.<think>Which city?</think>\n\n{CALL}<|im_end|>"
     for msg in both(template("chatml-think"), text):
-        assert msg["content"] == "Let me check."
+        assert msg["content"] == "Let me check.<think>Which city?</think>"
+        assert "thinking" not in msg
         assert len(msg["tool_calls"]) == 1
+
+
+@pytest.mark.parametrize("prefix", ["<think>\n", "<think>"])
+@pytest.mark.parametrize("repeat", ["<think>\n", "<think>", "\n<think>\n\n"])
+def test_a_repeated_opener_opens_once(prefix, repeat):
+    """The prompt opened the block and the model writes the opener again: it is not reasoning text."""
+    spec = template("forced-open-tagged")
+    text = f"{repeat}Plan.\n</think>\n\nDone.<|turn_end|>"
+    for p in (ResponseParser(spec, prefix="<|turn_start|>assistant\n" + prefix), None):
+        if p is None:
+            msg = parse_response(text, spec, prefix="<|turn_start|>assistant\n" + prefix)
+        else:
+            for ch in text:
+                p.feed(ch)
+            msg = p.finalize()[0]
+        assert (msg["thinking"], msg["content"]) == ("Plan.", "Done.")
+
+
+@pytest.mark.parametrize("text, content", [
+    ("Some content</think>More content<|im_end|>", "Some content</think>More content"),
+    ("Answer.</think>\nMore.", "Answer.</think>\nMore."),
+    ("Answer.</think><|im_end|>", "Answer."),  # a stray close at the very end holds nothing
+    ("Answer.<think>\n\n</think>\n<|im_end|>", "Answer."),  # nor does an empty block there
+])
+def test_a_stray_reasoning_close_never_loses_content(text, content):
+    for msg in both(template("chatml-think"), text):
+        assert msg["content"] == content
+
+
+def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_the_model():
+    """forced-closed.jinja closes the block in the prompt in one mode and leaves it to the model in the
+    other, the thinking one (``Reasoning.lone_close``): text before a lone close is reasoning. chatml-think
+    has no switch, and reasoning-switch's other mode opens the block (its free mode is the non-thinking
+    one): there it stays content, close included."""
+    for msg in both(template("forced-closed"), "Let me reason.<|/think|>\n\nThe answer.<|/turn|>"):
+        assert (msg.get("thinking"), msg["content"]) == ("Let me reason.", "The answer.")
+    text = "Let me reason.</think>\n\nThe answer.<|im_end|>"
+    for name in ("chatml-think", "reasoning-switch"):
+        for msg in both(template(name), text):
+            assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
+
+
+def test_an_unclosed_headed_message_ends_where_the_next_begins():
+    """A channel message left without its end (``…<|begin|>assistant…`` right after it) ends there."""
+    spec = template("channels")
+    text = "<|ch|>think<|body|>Plan.<|begin|>assistant<|ch|>answer<|body|>Done.<|done|>"
+    for msg in both(spec, text):
+        assert (msg.get("thinking"), msg["content"]) == ("Plan.", "Done.")
 
 
 @pytest.mark.parametrize("opener", ["<invoke:bad name>", "<invoke:>", "<invoke:x"])

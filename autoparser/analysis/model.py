@@ -23,6 +23,9 @@ class Reasoning:
     start: str = ""
     end: str = ""
     end_variants: tuple[str, ...] = ()  # the end marker plus what follows it before content
+    # A thinking switch prefills the block (opened or closed) in one mode and leaves the reply's start to
+    # the model in another: the model may reason with only the close written (``reasoning</think>answer``).
+    lone_close: bool = False
 
 
 @dataclass(frozen=True)

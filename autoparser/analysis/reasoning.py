@@ -242,9 +242,28 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     else:
         mode = "TAG_BASED"
     variants = tuple(dict.fromkeys(v for v in (full_end, end) if v))
-    r = Reasoning(mode, start, end, variants)
+    r = Reasoning(mode, start, end, variants, _lone_close(mode, start, end, prompts, log))
     log.append(f"reasoning -> {r}")
     return r
+
+
+def _lone_close(mode: str, start: str, end: str, prompts: dict[str, str], log: list[str]) -> bool:
+    """Whether text before a close with no opener is reasoning (the DeepSeek-R1 convention): where a
+    thinking switch closes the block in the prompt in one mode (an empty block, or the close alone) and
+    leaves the reply's start to the model in another, that other mode is the thinking one, and a model
+    trained on it may reason without writing the opener. Not where the switch's other mode opens the
+    block: the free mode is then the non-thinking one, whose every reply the lookahead would hold back
+    (and vLLM's structured-output gate with it) to find a close that does not come. Never for a template
+    without reasoning, nor one with no switch."""
+    if mode not in ("TAG_BASED", "FORCED_OPEN", "FORCED_CLOSED") or not (start and end) or len(prompts) < 2:
+        return False
+    tails = [p[p.rfind(USER):].rstrip() for p in prompts.values()]
+    closed = [t.endswith(end) for t in tails]
+    free = [not t.endswith(start) and not t.endswith(end) for t in tails]
+    if any(closed) and any(free):
+        log.append(f"R2 one mode closes the block in the prompt, another leaves it to the model: text before a lone {end!r} is reasoning")
+        return True
+    return False
 
 
 def _m(mode: dict) -> str:

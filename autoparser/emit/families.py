@@ -31,21 +31,26 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         away = rf"{key}(?!assistant\b)"
         rest = rf"(?:(?!{M}|{C}|{away}).)*?{M}"
         C_free = rf"(?<!{away}[^<\s]*\s*){C}"
+        # A message left unclosed ends where the next one starts (``…<|start|>assistant<|channel|>final…``
+        # with no ``<|end|>``): the turn's header marker closes it too, and is discarded with the header.
+        head = MARKER.match(next((x for x in a.turn.anchors if x.strip()), ""))
+        nxt = rf"|(?={re.escape(head.group(0))})" if head and head.group(0) not in h.ends else ""
+        close = "|".join(re.escape(e) for e in h.ends) + nxt
         if h.reasoning_words:
             fields[reasoning_field] = {
                 "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
-                "close": list(h.ends),
+                "close_pattern": close,
                 "content": "text",
             }
         fields["tool_calls"] = {
             "open_pattern": rf"(?:{C}\s*\w+\s*)?{R}(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
-            "close": list(h.ends),
+            "close_pattern": close,
             "repeats": True,
             "content": "json",
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
         fields["tool_calls"] = never_raises(fields["tool_calls"])
-        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close": list(h.ends), "content": "text"}
+        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close_pattern": close, "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
     words = _alts(h.content_words)

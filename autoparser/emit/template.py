@@ -60,7 +60,50 @@ def bounded_whitespace(pattern: str) -> str:
 
 
 
-def _implicit_close(cores: list[str], calls: dict | None) -> str:
+def at_reply_start(literal: str, then: str = "", lead: str = "") -> str:
+    r"""``literal`` only where the reply starts with it (after whitespace, ``lead`` and ``then``): a literal
+    first, so the ``regex`` module still skips to it, then a lookbehind to the start of the reply (the
+    parser's buffer starts right after the start anchor)."""
+    e = esc(literal)
+    return rf"{e}(?<=\A\s*{lead}{then}{e})"
+
+
+def repeated_lead(a: Analysis, *also: str) -> str:
+    """The anchor's last token, which a model may write again at the start of its reply (Command R+'s
+    ``<|CHATBOT_TOKEN|>``), and the patterns ``also``, as an optional run before what must start the reply."""
+    alts = literals(anchor_tokens(a)) + [x for x in also if x]
+    return rf"(?:(?:{'|'.join(alts)})\s*)*" if alts else ""
+
+
+def anchor_tokens(a: Analysis) -> list[str]:
+    out = []
+    for anchor in a.turn.anchors:
+        last = markers(anchor.rstrip())[-1:]
+        if last and anchor.rstrip().endswith(last[0]) and last[0] not in out:
+            out.append(last[0])
+    return out
+
+
+def reasoning_open(r, lead: str = "") -> str:
+    r"""The reasoning block opens only at the start of the reply (the first block; a block written after
+    content is text, as vLLM's and Ollama's parsers keep it: no text is lost to the implicit content
+    reopening). An opener written twice (the prompt opened it and the model writes it again) opens once:
+    the close's ``repeated_opener`` ends the first, empty, block where the second starts. With
+    ``lone_close`` text before a close with no opener is reasoning too (held back until that close or
+    the end of the message)."""
+    opener = at_reply_start(r.start, rf"(?:{esc(r.start)}\s*)?", lead)
+    if r.lone_close and r.end:
+        opener += rf"|\A(?=(?:(?!{esc(r.start)})[\s\S])*?{esc(r.end)})"
+    return opener
+
+
+def repeated_opener(start: str, lead: str = "") -> str:
+    """A zero-width close of the block the prompt opened, where the model writes the opener again before
+    any reasoning: the block reopens there (``reasoning_open``), so the second opener is not reasoning text."""
+    return rf"(?={esc(start)})(?<=\A\s*{lead}{esc(start)}\s*)"
+
+
+def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str, str]] = ()) -> str:
     r"""The implicit content's close: the end markers and the markers consumed without a field, each
     with the whitespace after it (see ``then_space``).
 
@@ -74,8 +117,9 @@ def _implicit_close(cores: list[str], calls: dict | None) -> str:
     ``<(?:(?:\|im_end\|>)\s*|tool_call>)``; and nothing before a literal is zero-width (a leading
     lookahead costs a tenth more per streamed chunk, a bare ``(?=<tool_call>)`` 20x on prose)."""
     cores = sorted(dict.fromkeys(cores), key=len, reverse=True)
-    plain = then_space(*literals(cores))
-    if not calls or not calls.get("repeats"):
+    anchored = [pattern for _, pattern in extra]  # (its first literal, a pattern starting with that literal)
+    plain = then_space(*literals(cores), *anchored)
+    if not cores or not calls or not calls.get("repeats"):
         return plain
     if "open" in calls:
         bounds = literals([calls["open"]] if isinstance(calls["open"], str) else calls["open"])
@@ -87,9 +131,9 @@ def _implicit_close(cores: list[str], calls: dict | None) -> str:
         rest = re.sub(r"\(\?P<\w+>", "(?:", rest)  # captures belong to the call's open
         bounds = [esc(lit) + (f"(?={rest})" if rest else "")]
     c, ec = cores[0][0], esc(cores[0][0])  # cores are non-empty markers
-    if any(not x.startswith(c) for x in cores) or any(not b.startswith(ec) for b in bounds):
+    if any(not x.startswith(c) for x in [*cores, *(lit for lit, _ in extra)]) or any(not b.startswith(ec) for b in bounds):
         return plain
-    tail = then_space(*(esc(x[1:]) for x in cores))
+    tail = then_space(*(esc(x[1:]) for x in cores), *(a[len(ec):] for a in anchored))
     return f"{ec}(?:{tail}|{'|'.join(b[len(ec):] for b in bounds)})"
 
 
@@ -128,12 +172,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     warnings: list[str] = []
     fields: dict[str, dict] = {}
     r, c, t = a.reasoning, a.content, a.tools
+    lead = repeated_lead(a)
+    # An opener made of a token and a word (``<|channel>thought``) may follow its token written alone.
+    token = markers(r.start)[:1] if r.mode != "NONE" and r.start else []
+    token = [x for x in token if x != r.start.strip() and r.start.startswith(x)]
+    lead_open = lead + "".join(rf"(?:{esc(x)}\s*)?" for x in token)
     if r.mode != "NONE":
         if r.start:
-            f = {"open": r.start}
-            if r.mode == "FORCED_OPEN" and MARKER.fullmatch(r.start):
-                # After a prompt that opened the block, a model may write the opener again.
-                f["open"] = [r.start + "\n" + r.start, r.start + r.start, r.start]
+            f = {"open_pattern": reasoning_open(r, lead_open)}
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
             if r.end and r.mode == "TOOLS_ONLY" and openers:
@@ -142,8 +188,13 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end))
+            if r.end:
+                f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
             fields[reasoning_field] = f
+            if r.lone_close and r.end:
+                warnings.append(f"text before a {r.end!r} with no {r.start!r} is reasoning: a stream whose reply does not start with "
+                                f"{r.start!r} (and no prompt opened it) is held back until {r.end!r} or the end of the message")
         elif r.end:
             # Only an end delimiter: what precedes it is reasoning, if it comes at all. The lookahead
             # decides that exactly, at the price of holding a stream back until it does.
@@ -161,13 +212,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip() else []
     followers += [t.content_opener] if t.format != "NONE" and t.content_opener else []  # consumed before the content it wraps
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
-    # A prompt that prefills only the reasoning's end (thinking switched off) leaves it to the parser.
-    followers += [r.end] if r.mode != "NONE" and r.end and r.start else []
+    # A prompt that prefills only the reasoning's end (thinking switched off) leaves it to the parser; only
+    # at the reply's start: a close written after content is text (the stray-marker choice, §7b).
+    at_start = [r.end] if r.mode != "NONE" and r.end and r.start and r.end not in followers else []
     # A model may repeat the generation prompt's last token (Command R+'s <|CHATBOT_TOKEN|>).
-    for anchor in a.turn.anchors:
-        last = markers(anchor.rstrip())[-1:]
-        if last and anchor.rstrip().endswith(last[0]) and last[0] not in followers:
-            followers.append(last[0])
+    followers += [m for m in anchor_tokens(a) if m not in followers]
     if c.mode == "ALWAYS_WRAPPED":
         # An explicit field: no region is implicit, so whitespace between regions opens nothing.
         f = {"open_pattern": re.sub(r"\d+", lambda _: r"\d+", esc(c.start))} if c.numbered else {"open": c.start}
@@ -178,7 +227,25 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         fields["content"] = f
     else:
         cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
-        f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"))} if cores else {}
+        cores = [m for m in cores if m not in at_start or m in ends]
+        # The reasoning's close is consumed at the reply's start: after whitespace, repeated anchor tokens
+        # and closes, and after the reasoning block only when the model started the turn again (the anchor's
+        # token); right after the block a second close is text (a thinking-off prompt's empty block, then
+        # ``</think>``).
+        toks = literals(anchor_tokens(a))
+        block = rf"(?:{esc(r.start)}[\s\S]*?{esc(r.end)}\s*(?:{'|'.join(toks)})\s*)?" if at_start and toks else ""
+        close_lead = block + repeated_lead(a, *literals(at_start))
+        # ... and at the reply's end (a stray close before the end marker), where nothing follows to lose.
+        strays = "".join(rf"(?:\s*{x})*" for x in literals(at_start))
+        tail = rf"(?={strays}\s*(?:" + "|".join([*literals(ends), r"\Z"]) + "))"
+        extra = [(x, esc(x) + f"(?:{at_reply_start(x, lead=close_lead)[len(esc(x)):]}|{tail})") for x in at_start]
+        # The opener's token written alone before the opener: consumed, so the block still opens at the start.
+        extra += [(x, esc(x) + rf"(?<=\A\s*{lead}{esc(x)})(?=\s*{esc(r.start)})") for x in token]
+        if r.mode != "NONE" and r.start and r.end and fields.get(reasoning_field, {}).get("open_pattern"):
+            # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
+            # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
+            extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
+        f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"), extra)} if cores or extra else {}
         section = dropped_section(t)
         if section:  # calls no field reads: their section is consumed, not read as content
             f["close_pattern"] = "|".join([x for x in (f.get("close_pattern"), section) if x])

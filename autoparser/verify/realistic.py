@@ -9,6 +9,7 @@ parsed with transformers' ``parse_response`` (one-shot; streamed too when asked)
 - ``end_marker_stripped``: the end-of-turn marker left out (engines strip the stop token);
 - ``reasoning_opener_repeated``: the reasoning opener written again (after a prompt that opened it);
 - ``reasoning_opener_missing``: only the reasoning's close written, no opener;
+- ``stray_reasoning_close``: the reasoning's close written after the content, then more text; both kept;
 - ``ids_removed``: calls without their ids (the names and arguments must still parse);
 - ``text_around_calls``: text after the last call as well as before the first; both must be kept;
 - ``malformed_call``: a call with a brace or close removed; nothing may raise, its text must stay visible.
@@ -29,7 +30,7 @@ from ..analysis.model import Analysis
 from .roundtrip import Case, _compare, _Parsing
 
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
-            "reasoning_opener_missing", "ids_removed", "text_around_calls", "malformed_call")
+            "reasoning_opener_missing", "stray_reasoning_close", "ids_removed", "text_around_calls", "malformed_call")
 AFTER = "QXAFTERQX and done."
 
 
@@ -91,6 +92,7 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
             i = g.index(r.start)
             yield "reasoning_opener_repeated", g[:i] + r.start + g[i:], exp, "same"
             yield "reasoning_opener_missing", g[:i] + g[i + len(r.start):], exp, "same"
+    yield from _stray_close(case, a)
     calls = exp.get("tool_calls") or []
     if calls and any(c.get("id") for c in calls):
         text = g
@@ -110,6 +112,19 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
             j = next((k for k in range(i, len(g)) if g[k] in "}>"), None)
             if j is not None:
                 yield "malformed_call", g[:j] + g[j + 1:], exp, value
+
+
+def _stray_close(case: Case, a: Analysis):
+    """The reasoning's close written again after the content (thinking off, or a model closing twice),
+    then more text: the content and what follows must both stay in content (none of it is reasoning).
+    Not where the reply's start is left to the model and a lone close makes what precedes it reasoning
+    (``Reasoning.lone_close``), nor in headed replies (the close ends a message; text outside is no field)."""
+    g, exp, r = case.generated, case.expected, a.reasoning
+    content = (exp.get("content") or "").strip()
+    free = r.lone_close and not case.prompt.rstrip().endswith((r.start, r.end))
+    if r.mode != "NONE" and r.end and content and content in g and not exp.get("tool_calls") and not free and not a.tools.headed.kind:
+        i = g.rindex(content) + len(content)
+        yield "stray_reasoning_close", g[:i] + r.end + AFTER + g[i:], {**exp, "content": content + r.end + AFTER}, "around"
 
 
 def _parse(text: str, case: Case, parsing: _Parsing, stream: bool) -> tuple[dict, dict]:
