@@ -7,9 +7,13 @@ vLLM refuses ``--reasoning-parser hf`` for a template without a ``thinking`` fie
 tools with HTTP 400 unless ``tool_choice`` is ``"none"``; with the ``hf`` tool parser it refuses
 ``tool_choice="required"``, a named tool, strict tools and ``parallel_tool_calls=false`` (the parser
 cannot guarantee them), so ``tool_choice="auto"`` plus a grammar in ``structured_outputs`` is how a
-client gets those guarantees. With a reasoning parser, vLLM applies a request's grammar only once the
-parser has seen reasoning end, so the grammar must start there (``grammar --serve vllm`` prints that
-form). SGLang applies ``content`` only inside its reasoning parser, so that parser is on even without
+client gets those guarantees. With a reasoning parser, vLLM applies a request's grammar only once its
+parser has read reasoning's end in prompt + output; where the prompt leaves reasoning neither open nor
+settled as that parser reads it, that happens inside the call (after its opener or once it parsed
+whole), and no grammar can start there. So for a template with reasoning ``--serve vllm`` adds
+``--structured-outputs-config '{"enable_in_reasoning": true}'`` (vLLM 0.33's ``StructuredOutputsConfig``
+field: the grammar applies from the first token) and ``grammar --serve vllm`` prints the form that
+covers reasoning itself. SGLang applies ``content`` only inside its reasoning parser, so that parser is on even without
 ``thinking``; it answers requests with tools with HTTP 400 when no tool parser is set."""
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ def _fields(template: dict) -> dict:
     return template.get("fields") or {}
 
 
+IN_REASONING = "--structured-outputs-config '{\"enable_in_reasoning\": true}'"
+
+
 def grammar_form(template: dict, server: str | None) -> dict:
     """The ``build``/``grammar`` keyword arguments for a grammar sent to a server run with the flags
-    ``guidance`` prints: the after-reasoning form where a reasoning parser gates the grammar."""
+    ``guidance`` prints: vLLM applies it from the first token (``enable_in_reasoning``), so the form
+    covers reasoning; SGLang's reasoning gate applies it after the reasoning's end marker."""
     if server is None:
         return {}
-    return {"after_reasoning": "thinking" in _fields(template)}
+    return {"after_reasoning": server == "sglang" and "thinking" in _fields(template)}
 
 
 def request_shapes(template: dict, grammar: str | None, tools: list) -> list[tuple[str, dict, bool]]:
@@ -66,6 +74,7 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
     grammar_cmd = f"autoparser grammar {model} --tools TOOLS.json --serve {server}" + (" --no-parallel" if single_call(verdict) else "")
     if server == "vllm":
         flags = (["--reasoning-parser hf"] if thinking else []) + (["--enable-auto-tool-choice --tool-call-parser hf"] if calls else [])
+        flags += [IN_REASONING] if thinking and calls else []
         lines.append(" ".join(["vllm serve", model, *flags]))
         if not thinking:
             lines.append("no --reasoning-parser hf: the template has no thinking field, and vLLM refuses the flag for it")
@@ -78,7 +87,11 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
                      "and parallel_tool_calls=false with the hf parser (HTTP 400), whatever grammar the request carries")
         lines.append(f"to require a call, name the tool or allow one call: tool_choice=\"auto\" plus extra_body={{\"structured_outputs\": "
                      f"{{\"grammar\": ...}}}} with the grammar from `{grammar_cmd} [--tool-choice required|NAME] [--no-parallel]`"
-                     + (" (it starts where vLLM's reasoning parser ends reasoning, as vLLM applies it)" if thinking else ""))
+                     + (" (it covers reasoning too)" if thinking else ""))
+        if thinking:
+            lines.append("enable_in_reasoning: vLLM applies a request's grammar from the first token; without it vLLM waits for its "
+                         "reasoning parser to read reasoning's end, which for some prompts happens only inside the call; "
+                         "it applies to every structured output, so a response_format/json_schema request then gets no reasoning")
     else:
         flags = ["--reasoning-parser response_template"] + (["--tool-call-parser response_template"] if calls else [])
         lines.append(" ".join(["python -m sglang.launch_server --model-path", model, *flags]))

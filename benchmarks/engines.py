@@ -80,6 +80,13 @@ def prepared(path: Path):
     return res, report, lay
 
 
+def in_reasoning_flag(template: dict) -> bool:
+    """Whether the flags ``infer --serve vllm`` prints set ``enable_in_reasoning``."""
+    from autoparser.serve import IN_REASONING, guidance
+
+    return any(IN_REASONING in line for line in guidance(template, "vllm"))
+
+
 def call_cases(report):
     return [c for c in report.cases if c.status == "pass" and _calls(c)]
 
@@ -175,7 +182,11 @@ class VLLM:
                 if not isinstance(got, tuple):
                     raise ValueError(getattr(got, "error", got))
                 sp = seen["request"].to_sampling_params(max_tokens=16, default_sampling_params={})
-                sp._validate_structured_outputs(SimpleNamespace(is_diffusion=False), SimpleNamespace(backend="guidance"), hf)
+                # the printed flags leave vLLM's backend at "auto": a Lark grammar must land on guidance
+                sp._validate_structured_outputs(SimpleNamespace(is_diffusion=False), SimpleNamespace(backend="auto"), hf)
+                so = sp.structured_outputs
+                if so is not None and so.grammar and so._backend != "guidance":
+                    raise ValueError(f"backend auto chose {so._backend} for the grammar")
                 from vllm.v1.structured_output.backend_guidance import validate_guidance_grammar
                 import llguidance.hf
 
@@ -237,7 +248,7 @@ def main(argv=None) -> int:
     import llguidance.hf
 
     vllm = None if args.sglang else VLLM()
-    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, in_reasoning=0, in_reasoning_ok=0,
+    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, gate_only=0, gate_only_ok=0,
                st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
     rows = []
     for path in templates(args.only):
@@ -309,17 +320,22 @@ def main(argv=None) -> int:
                 g = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, **form)
                 prompt_ids = hf.encode(c.prompt, add_special_tokens=False)
                 names = {x for x, _ in _calls(c)}
-                good, why = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"], names=names)
+                thinking = "thinking" in template["fields"]
+                flags = dict(reasoning=thinking, names=names, in_reasoning=in_reasoning_flag(template))
+                good, why = vllm.gated(be, hf, g, prompt_ids, ids, **flags)
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
-                if "thinking" in template["fields"]:  # the alternative: vLLM's enable_in_reasoning and the full form
-                    full = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)
-                    tot["in_reasoning"] += 1
-                    tot["in_reasoning_ok"] += vllm.gated(be, hf, full, prompt_ids, ids, reasoning=True, names=names, in_reasoning=True)[0]
+                if thinking:  # the alternative: no enable_in_reasoning, the after-reasoning form, vLLM's gate
+                    after = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, after_reasoning=True)
+                    tot["gate_only"] += 1
+                    ok_gate, why = vllm.gated(be, hf, after, prompt_ids, ids, reasoning=True, names=names)
+                    tot["gate_only_ok"] += ok_gate
+                    if not ok_gate and args.verbose:
+                        print(f"  {path.stem}: {c.name} (after-reasoning form, vLLM's gate): {why}")
                 if "get_weather" in {x for x, _ in _calls(c)} and not c.history:
                     g = build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened, **form)
-                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"], names=names)
+                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, **flags)
                     tot["gated_unknown"] += 1
                     tot["gated_unknown_rejected"] += not bad
                     if bad:
@@ -372,8 +388,8 @@ def main(argv=None) -> int:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
           f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']} "
-          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; with enable_in_reasoning and the "
-          f"full form instead, on templates with reasoning: {tot['in_reasoning_ok']}/{tot['in_reasoning']}); "
+          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; without enable_in_reasoning, the "
+          f"after-reasoning form through vLLM's gate, on templates with reasoning: {tot['gate_only_ok']}/{tot['gate_only']}); "
           f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
           f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
           f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']} (with the {tot['no_calls_templates']} templates "

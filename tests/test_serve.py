@@ -33,7 +33,9 @@ QWEN = """{%- for m in messages %}<|im_start|>{{ m.role }}
 
 def test_vllm_flags_follow_the_fields():
     lines = guidance(THINK_CALLS, "vllm", "m")
-    assert "vllm serve m --reasoning-parser hf --enable-auto-tool-choice --tool-call-parser hf" in lines
+    assert ("vllm serve m --reasoning-parser hf --enable-auto-tool-choice --tool-call-parser hf "
+            "--structured-outputs-config '{\"enable_in_reasoning\": true}'") in lines
+    assert "vllm serve m --enable-auto-tool-choice --tool-call-parser hf" in guidance(CALLS, "vllm", "m")
     text = "\n".join(lines)
     assert 'tool_choice="auto"' in text and "parallel_tool_calls=false" in text and "--serve vllm" in text
     plain = "\n".join(guidance(PLAIN, "vllm", "m"))
@@ -57,7 +59,8 @@ def test_request_shapes_say_what_vllm_refuses():
 
 
 def test_grammar_form_matches_the_flags():
-    assert grammar_form(THINK_CALLS, "vllm") == {"after_reasoning": True}
+    assert grammar_form(THINK_CALLS, "vllm") == {"after_reasoning": False}  # enable_in_reasoning: from the first token
+    assert grammar_form(THINK_CALLS, "sglang") == {"after_reasoning": True}
     assert grammar_form(CALLS, "vllm") == {"after_reasoning": False}
     assert grammar_form(THINK_CALLS, None) == {}
 
@@ -124,7 +127,9 @@ def test_cli_writes_tokens(tmp_path, capsys):
     assert main(["grammar", str(model), "--tools", str(tmp_path / "tools.json"), "--serve", "vllm"]) == 0
     out, err = capsys.readouterr()
     assert f"<[{ids['<tool_call>']}]>" in out and '"<tool_call>"' not in out and "matched as text" not in err
-    assert out.splitlines()[1] == "start: body"  # the served form: reasoning is open in the prompt, vLLM gates
+    assert out.splitlines()[1].startswith("start: think body")  # vLLM applies it from the first token: reasoning included
+    assert main(["grammar", str(model), "--tools", str(tmp_path / "tools.json"), "--serve", "sglang"]) == 0
+    assert capsys.readouterr()[0].splitlines()[1] == "start: body"  # SGLang's gate: after the reasoning's end
     (tmp_path / "t.jinja").write_text(QWEN)
     assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json")]) == 0
     out, err = capsys.readouterr()
