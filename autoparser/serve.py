@@ -34,11 +34,14 @@ IN_REASONING = "--structured-outputs-config '{\"enable_in_reasoning\": true}'"
 
 def grammar_form(template: dict, server: str | None) -> dict:
     """The ``build``/``grammar`` keyword arguments for a grammar sent to a server run with the flags
-    ``guidance`` prints: vLLM applies it from the first token (``enable_in_reasoning``), so the form
-    covers reasoning; SGLang's reasoning gate applies it after the reasoning's end marker."""
+    ``guidance`` prints: both apply it from the first token, so the form covers reasoning. vLLM because
+    of ``enable_in_reasoning``; SGLang because its reasoning gate needs a literal end marker, and the
+    response_template's thinking closer is a pattern (``</think>\s{0,64}``), so SGLang 0.5.23 reads
+    no end token from it and disables grammar-gated reasoning (measured: ``benchmarks/engines.py --sglang``).
+    ``after_reasoning`` stays for an engine that gates on a literal end."""
     if server is None:
         return {}
-    return {"after_reasoning": server == "sglang" and "thinking" in _fields(template)}
+    return {"after_reasoning": False}
 
 
 def request_shapes(template: dict, grammar: str | None, tools: list) -> list[tuple[str, dict, bool]]:
@@ -61,6 +64,24 @@ def request_shapes(template: dict, grammar: str | None, tools: list) -> list[tup
         if grammar:
             body["structured_outputs"] = {"grammar": grammar}
         out.append((f"{what} (refused by the hf parser)", body, False))
+    return out
+
+
+def sglang_request_shapes(template: dict, grammar: str | None, tools: list) -> list[tuple[str, dict, bool]]:
+    """(what, request body, accepted?) for SGLang under the flags ``guidance`` prints: a grammar goes in
+    ``ebnf`` with ``tool_choice="auto"``; SGLang refuses it beside ``"required"`` or a named tool (its
+    own tool-call constraint and the grammar cannot both hold)."""
+    calls = "tool_calls" in _fields(template)
+    out = [("no tools", {}, True)]
+    if not calls:
+        return out
+    out += [("tools, tool_choice=auto", {"tools": tools, "tool_choice": "auto"}, True),
+            ("tools, tool_choice=none", {"tools": tools, "tool_choice": "none"}, True)]
+    if grammar:
+        name = tools[0]["function"]["name"]
+        out += [("tools, tool_choice=auto, ebnf grammar", {"tools": tools, "tool_choice": "auto", "ebnf": grammar}, True),
+                ("tool_choice=required + ebnf (refused by SGLang)", {"tools": tools, "tool_choice": "required", "ebnf": grammar}, False),
+                ("named tool + ebnf (refused by SGLang)", {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}, "ebnf": grammar}, False)]
     return out
 
 
@@ -102,7 +123,13 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
             lines.append("no --tool-call-parser: the template has no tool_calls field; SGLang answers every request with tools "
                          "with HTTP 400: clients must not send tools")
             return lines
-        lines.append(f"grammars for requests: `{grammar_cmd}` (Lark for --grammar-backend llguidance) or with --format structural-tag")
+        lines.append(f"grammars for requests: `{grammar_cmd}` as extra_body={{\"ebnf\": ...}} with tool_choice=\"auto\" "
+                     "(Lark: add --grammar-backend llguidance) or with --format structural-tag as response_format; SGLang refuses "
+                     "a grammar beside tool_choice=\"required\" or a named tool (HTTP 400): to require a call, use the grammar's "
+                     "--tool-choice required|NAME with tool_choice=\"auto\"")
+        if thinking:
+            lines.append("SGLang applies the grammar from the first token (it reads no literal reasoning end from the "
+                         "response_template), so the grammar covers reasoning too")
     if single_call(verdict):
         lines.append("parallel tool calls do not round-trip through this template: allow one call (the grammar's --no-parallel), "
                      "and do not rely on parallel_tool_calls=false, which vLLM refuses")

@@ -198,6 +198,78 @@ class VLLM:
         return out
 
 
+# ------------------------------------------------------------------------------------------------ SGLang
+class SGL:
+    """The same checks through SGLang's code: its llguidance backend (``ebnf`` requests), the reasoning
+    gate its scheduler builds (``ReasonerGrammarBackend``, only where the reasoning parser yields end
+    token ids), and its request conversion (``ChatCompletionRequest.to_sampling_params`` with the
+    tool-call constraint its ``response_template`` tool parser derives)."""
+
+    def __init__(self):
+        from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+        from sglang.srt.constrained.llguidance_backend import GuidanceBackend
+
+        self.Guidance, self.Invalid = GuidanceBackend, InvalidGrammarObject
+        self.gates = 0  # templates where SGLang's reasoning gate is on
+
+    def backend(self, hf):
+        from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend
+        from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+        be = self.Guidance(hf, n_vocab=len(hf))
+        be.gate = None
+        if getattr(hf, "response_template", None) and "thinking" in (hf.response_template.get("fields") or {}):
+            rp = ReasoningParser(model_type="response_template", stream_reasoning=False, tokenizer=hf)
+            if rp.detector.get_think_end_token_ids(hf):  # as SGLang's scheduler decides
+                be.gate = ReasonerGrammarBackend(be, rp, hf)
+        return be
+
+    def compile(self, be, grammar: str, gated: bool = False):
+        obj = (be.gate if gated and be.gate else be)._init_value_dispatch(("ebnf", grammar), bool(gated and be.gate))
+        if obj is None or isinstance(obj, self.Invalid):
+            raise ValueError(f"SGLang refused the grammar: {getattr(obj, 'error_message', obj)}")
+        return obj
+
+    @staticmethod
+    def accepts(obj, ids) -> bool:
+        try:
+            for t in ids:
+                obj.accept_token(t)
+        except Exception:  # noqa: BLE001 - SGLang raises on a token the grammar rejects
+            return False
+        inner = getattr(obj, "grammar", obj)
+        if hasattr(obj, "_grammar_active") and not obj._grammar_active():
+            return False
+        return inner.ll_matcher.is_accepting() or inner.ll_matcher.is_stopped()
+
+    def gated(self, be, hf, grammar: str, prompt_ids, ids, reasoning: bool, names=(), in_reasoning: bool = False) -> tuple[bool, str]:
+        ok = self.accepts(self.compile(be, grammar, gated=reasoning), ids)
+        return ok, "" if ok else ("rejected (reasoning gate on)" if be.gate else "rejected (grammar from the first token)")
+
+    def request_checks(self, hf, template: dict, grammar: str | None) -> list[tuple[str, bool, str]]:
+        from autoparser.serve import sglang_request_shapes
+        from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+        from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+        hf.response_template = template
+        calls = "tool_calls" in (template.get("fields") or {})
+        out = []
+        msgs = [{"role": "user", "content": "Weather in Paris?"}]
+        for name, body, want in sglang_request_shapes(template, grammar, copy.deepcopy(VERIFY_TOOLS)):
+            try:
+                req = ChatCompletionRequest.model_validate({"model": "m", "messages": msgs, **body})
+                constraint = None
+                if calls and req.tools and req.tool_choice != "none":
+                    constraint = FunctionCallParser(req.tools, "response_template", tokenizer=hf).get_structure_constraint(
+                        req.tool_choice, parallel_tool_calls=req.parallel_tool_calls, thinking_mode=False)
+                req.to_sampling_params([], {}, constraint)
+                ok, err = True, ""
+            except Exception as e:  # noqa: BLE001 - a refusal is an HTTP 400
+                ok, err = False, f"{type(e).__name__}: {str(e)[:160]}"
+            out.append((name, ok == want, err if ok != want else "accepted, README says refused"))
+        return out
+
+
 def recommended_requests(template: dict, grammar: str | None, tools: list):
     """(name, request body, expected to pass) — what the README recommends (must pass) and what it
     says vLLM refuses with the hf tool parser (must be refused)."""
@@ -247,7 +319,7 @@ def main(argv=None) -> int:
     import llguidance
     import llguidance.hf
 
-    vllm = None if args.sglang else VLLM()
+    vllm = SGL() if args.sglang else VLLM()  # the engine whose code runs the checks
     tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, gate_only=0, gate_only_ok=0,
                st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
     rows = []
@@ -258,15 +330,14 @@ def main(argv=None) -> int:
                 print(f"  {path.stem:48} skipped: {got[:100]}")
             continue
         if not isinstance(got, tuple):  # no tool_calls field: what --serve tells clients must hold
-            if not args.sglang:
-                hf = byte_tokenizer(["<eos>"])
-                checks = vllm.request_checks(hf, got.template, None)
-                tot["requests"] += len(checks)
-                tot["requests_ok"] += sum(ok for _, ok, _ in checks)
-                tot["no_calls_templates"] += 1
-                for name, ok, err in checks:
-                    if not ok:
-                        print(f"  {path.stem}: request {name}: {err}")
+            hf = byte_tokenizer(["<eos>"])
+            checks = vllm.request_checks(hf, got.template, None)
+            tot["requests"] += len(checks)
+            tot["requests_ok"] += sum(ok for _, ok, _ in checks)
+            tot["no_calls_templates"] += 1
+            for name, ok, err in checks:
+                if not ok:
+                    print(f"  {path.stem}: request {name}: {err}")
             continue
         res, report, lay = got
         a, template = res.analysis, res.template
@@ -278,17 +349,11 @@ def main(argv=None) -> int:
         form = grammar_form(template, "sglang" if args.sglang else "vllm")
         cases = call_cases(report)
         try:
-            if args.sglang:
-                lt = llguidance.hf.from_tokenizer(hf)
-                errs = [llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("lark", build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=o, **form)), lt)
-                        for o in {_opened(a, c.prompt) for c in cases}]
-                if any(errs):
-                    raise ValueError(next(e for e in errs if e))
-                compiled_ok = True
-            else:
-                be = vllm.backend(hf)
-                vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab))
-                compiled_ok = True
+            be = vllm.backend(hf)
+            vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab))
+            compiled_ok = True
+            if args.sglang and be.gate:
+                vllm.gates += 1
         except Exception as e:  # noqa: BLE001
             compiled_ok = False
             row["compiled"] = f"NO: {str(e)[:80]}"
@@ -301,32 +366,29 @@ def main(argv=None) -> int:
             opened = _opened(a, c.prompt)
             text = raw_unicode(c.generated)
             ids = hf.encode(text, add_special_tokens=False)
-            if args.sglang:
-                m = llguidance.LLMatcher(lt, llguidance.grammar_from("lark", build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), log_level=0)
-                good = all(m.consume_token(t) for t in ids) and m.is_accepting()
-            elif compiled_ok:
+            if compiled_ok:
                 good = vllm.accepts(vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
             else:
                 good = False
             n, ok = n + 1, ok + good
             if not good:
                 fails.append(f"{c.name}: rejected {text[:120]!r}")
-            if "get_weather" in {x for x, _ in _calls(c)} and not c.history and compiled_ok and not args.sglang:
+            if "get_weather" in {x for x, _ in _calls(c)} and not c.history and compiled_ok:
                 un += 1
                 bad = vllm.accepts(vllm.compile(be, build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
                 unr += not bad
-            if not args.sglang and compiled_ok:
+            if compiled_ok:
                 gn += 1
                 g = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, **form)
                 prompt_ids = hf.encode(c.prompt, add_special_tokens=False)
                 names = {x for x, _ in _calls(c)}
                 thinking = "thinking" in template["fields"]
-                flags = dict(reasoning=thinking, names=names, in_reasoning=in_reasoning_flag(template))
+                flags = dict(reasoning=thinking, names=names, in_reasoning=False if args.sglang else in_reasoning_flag(template))
                 good, why = vllm.gated(be, hf, g, prompt_ids, ids, **flags)
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
-                if thinking:  # the alternative: no enable_in_reasoning, the after-reasoning form, vLLM's gate
+                if thinking and not args.sglang:  # the alternative: no enable_in_reasoning, the after-reasoning form, vLLM's gate
                     after = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, after_reasoning=True)
                     tot["gate_only"] += 1
                     ok_gate, why = vllm.gated(be, hf, after, prompt_ids, ids, reasoning=True, names=names)
@@ -370,13 +432,12 @@ def main(argv=None) -> int:
             row["st"] = f"{sok}/{sn}"
             tot["st_cases"] += sn
             tot["st_ok"] += sok
-        if not args.sglang:
-            checks = vllm.request_checks(hf, template, build(a, VERIFY_TOOLS, tokens=vocab, **form))
-            rok = sum(ok for _, ok, _ in checks)
-            row["requests"] = f"{rok}/{len(checks)}"
-            tot["requests"] += len(checks)
-            tot["requests_ok"] += rok
-            fails += [f"request {name}: {err}" for name, ok, err in checks if not ok]
+        checks = vllm.request_checks(hf, template, build(a, VERIFY_TOOLS, tokens=vocab, **form))
+        rok = sum(ok for _, ok, _ in checks)
+        row["requests"] = f"{rok}/{len(checks)}"
+        tot["requests"] += len(checks)
+        tot["requests_ok"] += rok
+        fails += [f"request {name}: {err}" for name, ok, err in checks if not ok]
         rows.append(row)
         if args.verbose or fails:
             for f in fails[:40]:
@@ -388,9 +449,11 @@ def main(argv=None) -> int:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
           f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']} "
-          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; without enable_in_reasoning, the "
-          f"after-reasoning form through vLLM's gate, on templates with reasoning: {tot['gate_only_ok']}/{tot['gate_only']}); "
-          f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
+          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; "
+          + (f"SGLang's reasoning gate on for {vllm.gates} of {tot['templates']} templates); " if args.sglang else
+             f"without enable_in_reasoning, the after-reasoning form through vLLM's gate, on templates with reasoning: "
+             f"{tot['gate_only_ok']}/{tot['gate_only']}); ")
+          + f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
           f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
           f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']} (with the {tot['no_calls_templates']} templates "
           f"without a tool_calls field)")
