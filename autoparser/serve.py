@@ -36,7 +36,7 @@ def grammar_form(template: dict, server: str | None) -> dict:
     """The ``build``/``grammar`` keyword arguments for a grammar sent to a server run with the flags
     ``guidance`` prints: both apply it from the first token, so the form covers reasoning. vLLM because
     of ``enable_in_reasoning``; SGLang because its reasoning gate needs a literal end marker, and the
-    response_template's thinking closer is a pattern (``</think>\s{0,64}``), so SGLang 0.5.23 reads
+    response_template's thinking closer is a pattern (``</think>\\s{0,64}``), so SGLang 0.5.23 reads
     no end token from it and disables grammar-gated reasoning (measured: ``benchmarks/engines.py --sglang``).
     ``after_reasoning`` stays for an engine that gates on a literal end."""
     if server is None:
@@ -85,17 +85,34 @@ def sglang_request_shapes(template: dict, grammar: str | None, tools: list) -> l
     return out
 
 
-def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | None = None) -> list[str]:
-    """Lines for an operator: the command, why each parser flag is there or not, what clients send."""
+def no_grammar(analysis) -> str | None:
+    """Why this format can have no grammar (one line), or None where it can."""
+    from .grammar.layout import NoGrammar, layout
+
+    if analysis is None:
+        return None
+    try:
+        layout(analysis)
+    except NoGrammar as e:
+        return str(e)
+    return None
+
+
+def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | None = None, analysis=None) -> list[str]:
+    """Lines for an operator: the command, why each parser flag is there or not, what clients send.
+    ``analysis``: where given, a format that can have no grammar says so instead of offering one."""
     fields = _fields(template)
     thinking, calls = "thinking" in fields, "tool_calls" in fields
     lines = [WHERE]
+    why_not = no_grammar(analysis) if calls else None
+    if why_not:
+        lines.append(f"no grammar for this tool-call format ({why_not}): tool calls are parsed, not constrained")
     if "reasoning_content" in fields:
         lines.append("the template names reasoning 'reasoning_content'; vLLM and SGLang accept only 'thinking': infer again without --reasoning-field")
     grammar_cmd = f"autoparser grammar {model} --tools TOOLS.json --serve {server}" + (" --no-parallel" if single_call(verdict) else "")
     if server == "vllm":
         flags = (["--reasoning-parser hf"] if thinking else []) + (["--enable-auto-tool-choice --tool-call-parser hf"] if calls else [])
-        flags += [IN_REASONING] if thinking and calls else []
+        flags += [IN_REASONING] if thinking and calls and not why_not else []
         lines.append(" ".join(["vllm serve", model, *flags]))
         if not thinking:
             lines.append("no --reasoning-parser hf: the template has no thinking field, and vLLM refuses the flag for it")
@@ -106,6 +123,8 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
             return lines
         lines.append("clients send tool_choice=\"auto\" (or \"none\"): vLLM refuses tool_choice=\"required\", a named tool, strict tools "
                      "and parallel_tool_calls=false with the hf parser (HTTP 400), whatever grammar the request carries")
+        if why_not:
+            return lines
         lines.append(f"to require a call, name the tool or allow one call: tool_choice=\"auto\" plus extra_body={{\"structured_outputs\": "
                      f"{{\"grammar\": ...}}}} with the grammar from `{grammar_cmd} [--tool-choice required|NAME] [--no-parallel]`"
                      + (" (it covers reasoning too)" if thinking else ""))
@@ -122,6 +141,8 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
         if not calls:
             lines.append("no --tool-call-parser: the template has no tool_calls field; SGLang answers every request with tools "
                          "with HTTP 400: clients must not send tools")
+            return lines
+        if why_not:
             return lines
         lines.append(f"grammars for requests: `{grammar_cmd}` as extra_body={{\"ebnf\": ...}} with tool_choice=\"auto\" "
                      "(Lark: add --grammar-backend llguidance) or with --format structural-tag as response_format; SGLang refuses "
