@@ -176,6 +176,73 @@ class _Writer:
             out.append(f"({sep}WS? {name})" + ("" if key in required else "?"))
         return " ".join(out)
 
+    def py_lexemes(self) -> None:
+        """Python literals as the parser reads a pythonic value: quoted strings (no text that would close
+        the call inside them), numbers, constants, and lists/dicts of them."""
+        lay = self.lay
+        name = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+        closes = [rf",{WS_CHARS}*{name}\("] + ([f"{WS_CHARS}*{rx(lay.section_end)}"] if lay.section_end else [])
+        never = rf" & ~/(?s:.*)\)(?:{'|'.join(closes)})(?s:.*)/"
+        for rule, q in (("PYQ", "'"), ("PYD", '"')):
+            self.rule(f"{rule}: /{q}(?:[^{q}\\\\]|\\\\(?s:.))*{q}/{never}")
+        self.rule(r"PYNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
+        self.rule("PYCONST: /(?:True|False|None|true|false|null)/")
+        self.rule("py_val: PYQ | PYD | PYNUM | PYCONST | py_list | py_dict")
+        self.rule('py_list: "[" WS? (py_val (WS? "," WS? py_val)*)? WS? "]"')
+        self.rule('py_dict: "{" WS? (py_kv (WS? "," WS? py_kv)*)? WS? "}"')
+        self.rule('py_kv: (PYQ | PYD) WS? ":" WS? py_val')
+
+    def py_value(self, name: str, sub: dict) -> str:
+        """One pythonic value of schema ``sub``: scalars by their type, strings in the template's quote,
+        lists and dicts as JSON (what ``tojson`` writes) or Python literals (their items unconstrained)."""
+        lay = self.lay
+        self.py_lexemes()
+        t = sub.get("type") if isinstance(sub, dict) else None
+        if lay.py_json:
+            self.rule(f"{name}_v: {json_rule(sub or {})}")
+            return f"{name}_v"
+        if t == "string":
+            enum = sub.get("enum")
+            if isinstance(enum, list) and enum and all(isinstance(e, str) and lay.py_quote not in e and "\\" not in e for e in enum):
+                return "(" + " | ".join(lit(lay.py_quote + e + lay.py_quote) for e in enum) + ")"
+            return "PYQ" if lay.py_quote == "'" else "PYD"
+        if t == "integer":
+            return "/-?[0-9]+/"
+        if t == "number":
+            return "PYNUM"
+        if t == "boolean":
+            return "/(?:True|False|true|false)/"
+        if t == "null":
+            return "/(?:None|null)/"
+        self.rule(f"{name}_v: {json_rule(sub or {})} | py_list | py_dict")
+        return f"{name}_v"
+
+    def py_args(self, i: int) -> str:
+        """``key=value`` pairs of tool ``i`` in the schema's order, commas only between pairs written."""
+        schema = parameters(self.fns[i])
+        props = list((schema.get("properties") or {}).items())
+        required = set(schema.get("required") or [])
+        items = []
+        for k, (key, sub) in enumerate(props):
+            name = f"p{i}_{k}"
+            self.rule(f"{name}: {self.lit(key + '=')} {self.py_value(name, sub)}")  # the parser reads no space after '='
+            items.append((name, key in required))
+
+        def rest(k):  # the pairs from k on, after one already written
+            return " ".join(f'(WS? "," WS? {n})' + ("" if req else "?") for n, req in items[k:])
+
+        def first(k):  # the pairs from k on, none written yet
+            if k == len(items):
+                return ""
+            n, req = items[k]
+            head = f"{n} {rest(k + 1)}".strip()
+            if req:
+                return head
+            tail = first(k + 1)
+            return f"({head} | {tail})" if tail else f"({head})?"
+
+        return first(0)
+
     def call(self, i: int, drop: str = "") -> str:
         """Rule name for one tag-format call of tool ``i``."""
         lay = self.lay
@@ -184,6 +251,10 @@ class _Writer:
             args = f"WS? args{i}"
             if not drop:
                 self.rule(f"args{i}: {json_rule(parameters(self.fns[i]))}")
+        elif lay.kind == "pythonic":
+            args = f"WS? args{i}"
+            if not drop:
+                self.rule(f"args{i}: {self.py_args(i) or 'WS?'}")
         else:
             args = f"args{i}"
             if not drop:
@@ -203,6 +274,8 @@ class _Writer:
         """The tool-call section after the trigger (``consumed``) or from its start."""
         lay, many = self.lay, self.parallel
         sep = f"WS? {self.lit(lay.separator)} " if lay.separator else ""
+        if lay.kind == "pythonic":  # the parser reads the next call only where its comma follows the ")"
+            sep = f"{self.lit(lay.separator)} "
         if lay.kind in ("json_array", "json_key"):
             obj = self.call_object()
             head = "" if consumed or not lay.call_start else f"WS? {self.lit(lay.call_start)} "

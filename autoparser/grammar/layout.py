@@ -31,7 +31,8 @@ class Layout:
 
     ``kind``: ``json`` (each call one JSON object), ``json_array`` (one array of call objects),
     ``json_key`` (an array of ``{name: args}``), ``tagged_json`` (a header naming the tool, then JSON
-    arguments), ``tagged_kv`` (a header, then one tagged key/value pair per argument)."""
+    arguments), ``tagged_kv`` (a header, then one tagged key/value pair per argument), ``pythonic``
+    (``NAME(key=value, …)`` in a marked section: values are Python literals)."""
 
     kind: str
     trigger: str = ""  # literal text where tool calling starts ("" = only at the start of the reply)
@@ -56,6 +57,8 @@ class Layout:
     reasoning_end: str = ""
     reasoning_open: bool = False  # the generation prompt opened the reasoning block
     reasoning_implicit_end: bool = False  # the call's opener also ends reasoning (as the parser reads it)
+    py_quote: str = ""  # pythonic: the quote the template writes strings in
+    py_json: bool = False  # pythonic: values written as JSON (``tojson``)
     content_start: str = ""  # content wrapped in its own markers
     content_end: str = ""
     ends: tuple[str, ...] = field(default_factory=tuple)  # end-of-turn markers
@@ -159,8 +162,9 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         return Layout(kind, trigger=start, call_start=start, call_end=t.call_end.strip(), separator=t.call_separator.strip(),
                       call_start_raw=t.call_start, call_end_raw=t.call_end,
                       first_key=t.first_key, extra_key=extra, **paths, **common)
-    if args.kind == "pythonic":
-        raise NoGrammar("pythonic calls are not constrained yet (their argument values are Python literals)")
+    pythonic = args.kind == "pythonic"
+    if pythonic and not (t.name_suffix == "(" and t.call_end.strip() == ")" and args.key_suffix.strip() == "=" and not args.key_prefix.strip()):
+        raise NoGrammar("pythonic calls not written NAME(key=value, …)")
     if args.kind == "json" and (args.unquoted_keys or args.string_delims):
         raise NoGrammar("arguments are written in a JSON dialect (unquoted keys or custom string quotes) that %json cannot describe")
     header = header_items(t.header_pattern)
@@ -171,11 +175,15 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
     if not trigger:
         raise NoGrammar("a call starts without a literal marker, so free text cannot stop at it")
     kv = {}
-    if args.kind != "json":
+    if pythonic:
+        delims = tuple(tuple(d) for d in (args.string_delims or ()) if len(d) == 2 and len(d[0]) == 1 and d[0] == d[1])
+        kv = dict(key_suffix="=", arg_separator=",", py_quote=delims[0][0] if delims else '"', py_json=bool(args.json_values))
+    elif args.kind != "json":
         if not (args.key_prefix.strip() and args.value_suffix.strip()):
             raise NoGrammar("tagged arguments without key and value markers")
         kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
-    return Layout("tagged_json" if args.kind == "json" else "tagged_kv", trigger=trigger, section_start=section,
+    kind = "pythonic" if pythonic else "tagged_json" if args.kind == "json" else "tagged_kv"
+    return Layout(kind, trigger=trigger, section_start=section,
                   section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
                   call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)
