@@ -303,8 +303,44 @@ class _Writer:
         end = f" WS? {self.lit(lay.section_end)}" if lay.section_end else ""
         return first + more + end
 
+    def write_recipient(self) -> str:
+        """Messages under headers: text under a content word, JSON arguments under a tool's name. A
+        message runs to the next header marker or the end, so text cannot contain the marker; text is
+        lazy up to that marker (a greedy lexeme would swallow the marker's first characters)."""
+        lay, hs, he = self.lay, self.lay.trigger, self.lay.header[1]
+        self.rule("WS: /[ \\t\\r\\n]+/")
+        word = "(" + " | ".join(self.lit(w + he) for w in lay.head_words) + ")"
+        h = self.lit(hs)
+        self.rule(f"said_mid: {word} {self.upto('mid_text', [hs], avoid=lay.ends)}")
+        avoid = [hs, *lay.ends]
+        self.rule(f"MTEXT: /(?s:.+)/ & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/")
+        self.rule(f"said_last: {word} ({self.upto('last_text', lay.ends, avoid=[hs])} | MTEXT?)")
+        mids, lasts = [], []
+        for i, fn in enumerate(self.fns):
+            self.rule(f"args{i}: {json_rule(parameters(fn))}")
+            self.rule(f"call{i}: {self.lit(fn['name'] + he)} WS? args{i} WS?")
+            mids.append(f"call{i} {h}")
+            lasts.append(f"call{i}")
+        self.rule("call_mid: " + " | ".join(mids))
+        self.rule("end: " + " | ".join(self.lit(e) for e in lay.ends))
+        self.rule("call_last: (" + " | ".join(lasts) + ") end?")
+        if self.choice == "none":
+            body = "said_mid* said_last"
+        elif self.parallel and self.choice == "auto":
+            body = "(said_mid | call_mid)* (said_last | call_last)"
+        elif self.parallel:
+            body = "said_mid* (call_mid (said_mid | call_mid)* (said_last | call_last) | call_last)"
+        elif self.choice == "auto":
+            body = "said_mid* (call_mid said_mid* said_last | call_last | said_last)"
+        else:
+            body = "said_mid* (call_mid said_mid* said_last | call_last)"
+        start = body if lay.head_open else f"{h} {body}"
+        return "%llguidance {}\nstart: " + start + "\n" + "\n".join(self.rules) + "\n"
+
     def write(self) -> str:
         lay = self.lay
+        if lay.kind == "recipient":
+            return self.write_recipient()
         self.rule("WS: /[ \\t\\r\\n]+/")
         ends = list(lay.ends)
         self.rule("tail: WS? end?" if ends or lay.content_start else "tail: WS?")

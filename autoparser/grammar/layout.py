@@ -32,7 +32,8 @@ class Layout:
     ``kind``: ``json`` (each call one JSON object), ``json_array`` (one array of call objects),
     ``json_key`` (an array of ``{name: args}``), ``tagged_json`` (a header naming the tool, then JSON
     arguments), ``tagged_kv`` (a header, then one tagged key/value pair per argument), ``pythonic``
-    (``NAME(key=value, …)`` in a marked section: values are Python literals)."""
+    (``NAME(key=value, …)`` in a marked section: values are Python literals), ``recipient`` (a run of
+    messages under ``>>>RECIPIENT\n`` headers: ``all`` for text, a tool name for JSON arguments)."""
 
     kind: str
     trigger: str = ""  # literal text where tool calling starts ("" = only at the start of the reply)
@@ -57,6 +58,8 @@ class Layout:
     reasoning_end: str = ""
     reasoning_open: bool = False  # the generation prompt opened the reasoning block
     reasoning_implicit_end: bool = False  # the call's opener also ends reasoning (as the parser reads it)
+    head_words: tuple[str, ...] = ()  # recipient: the header words of content messages ("all")
+    head_open: bool = False  # recipient: the generation prompt wrote the first message's header marker
     py_quote: str = ""  # pythonic: the quote the template writes strings in
     py_json: bool = False  # pythonic: values written as JSON (``tojson``)
     content_start: str = ""  # content wrapped in its own markers
@@ -129,7 +132,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         raise NoGrammar("not covered: " + "; ".join(t.uncovered))
     headed = getattr(t, "headed", None)
     if headed is not None and headed.kind:
-        raise NoGrammar(f"replies made of headed messages ({headed.kind}) are not constrained yet")
+        return _headed(a, headed)
     unknown = [f.name for f in fields(t) if f.name not in KNOWN_TOOL_FIELDS and getattr(t, f.name) != f.default]
     if unknown:  # a format detail added to the analysis after this writer: it may change what calls look like
         raise NoGrammar(f"tool-call format detail {', '.join(unknown)} is not constrained yet")
@@ -187,6 +190,22 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
                   section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
                   call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)
+
+
+def _headed(a: Analysis, h) -> Layout:
+    """A reply made of recipient-headed messages (``>>>all`` text, ``>>>NAME`` JSON arguments), as the
+    emitter parses it: each message ends at the next header or an end marker."""
+    if h.kind != "recipient":
+        raise NoGrammar(f"replies made of headed messages ({h.kind}) are not constrained yet")
+    if a.reasoning.mode != "NONE" or h.reasoning_words:
+        raise NoGrammar("replies made of headed messages with reasoning are not constrained yet")
+    if not (h.header_start.strip() and h.header_end and h.content_words and h.ends):
+        raise NoGrammar("replies made of headed messages without literal headers and end markers")
+    if a.tools.arguments.kind != "json":
+        raise NoGrammar("replies made of headed messages whose arguments are not JSON")
+    opened = a.turn.generation_prompt.endswith(h.header_start)
+    return Layout("recipient", trigger=h.header_start, header=(NAME, h.header_end), ends=tuple(h.ends),
+                  content_start=h.header_start, content_end="", reasoning_open=False, head_words=tuple(h.content_words), head_open=opened)
 
 
 def select_tools(tools: list, tool_choice: str) -> list[dict]:
