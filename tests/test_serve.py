@@ -156,21 +156,21 @@ def test_hub_source_brings_its_added_tokens(hub_env, fake_hub, tmp_path):
 
 
 def test_serve_says_when_a_format_has_no_grammar():
-    """A format the grammar writers refuse (here: headed messages, functionary v3.2's ``>>>recipient``) gets one line saying so, and neither a
+    """A format the grammar writers refuse (here: gpt-oss, whose content beside calls goes to the reasoning channel) gets one line saying so, and neither a
     grammar command nor enable_in_reasoning; a format with a grammar gets no such line."""
     from pathlib import Path
 
     import autoparser
 
     corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "templates"
-    headed = corpus / "meetkai-functionary-medium-v3.2.jinja"
+    headed = corpus / "openai-gpt-oss-120b.jinja"
     if not headed.is_file():
         pytest.skip(f"corpus not found at {corpus}")
     res = autoparser.infer_result(headed.read_text(encoding="utf-8"), {"bos_token": "<s>", "eos_token": "</s>"})
     for server in ("vllm", "sglang"):
         lines = guidance(res.template, server, "m", analysis=res.analysis)
         said = [line for line in lines if line.startswith("no grammar for this tool-call format")]
-        assert len(said) == 1 and "headed" in said[0]
+        assert len(said) == 1 and "reasoning channel" in said[0]
         assert not any("autoparser grammar" in line or "enable_in_reasoning" in line for line in lines)
     qwen = autoparser.infer_result(QWEN, {})
     assert not any(line.startswith("no grammar") for line in guidance(qwen.template, "vllm", "m", analysis=qwen.analysis))

@@ -105,15 +105,17 @@ class _Writer:
     def lit(self, text: str) -> str:
         return self.tok.seq(text)
 
-    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=()) -> str:
+    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=(), never_text=()) -> str:
         """Rule ``name``: [whitespace and ``lead``] free text, then one of ``markers``. The text is lazy
         (it ends at the first marker); ``first``: a regex the text must start with. A marker that
         holds an added token is reached by a free-text lexeme that cannot spell it, then its tokens.
-        ``avoid``: other markers at this place the text must not spell where they are tokens."""
+        ``avoid``: other markers at this place the text must not spell where they are tokens;
+        ``never_text``: markers the text must not hold at all (tokens or not)."""
         markers = [m for m in dict.fromkeys(markers) if m]
         tokened = [m for m in markers if self.tok.has(m)]
         plain = [m for m in markers if m not in tokened]
-        spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)]
+        spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)] + [m for m in never_text if m]
+        spelt = list(dict.fromkeys(spelt))
         never = f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in spelt)})(?s:.*)/" if spelt else ""
         if not tokened and not self.tok.has(lead) and not never:
             head = f"{WS_CHARS}*{rx(lead)}" if lead else ""
@@ -176,6 +178,77 @@ class _Writer:
             out.append(f"({sep}WS? {name})" + ("" if key in required else "?"))
         return " ".join(out)
 
+    def dialect_value(self, name: str, schema) -> str:
+        """A value in the arguments' JSON dialect following ``schema``: strings raw between the custom
+        quotes (never holding a quote or the call's end), object keys unquoted where the template writes
+        them so, in the schema's order or sorted (templates that sort keys write them sorted)."""
+        lay = self.lay
+        q0, q1 = lay.dialect_quote
+        stops = [q1, *([lay.call_end] if lay.call_end else [])]
+        if "dval: dstr | DNUM | DCONST | dlist | dobj" not in self.rules:
+            # the text runs lazily to the closing quote (a greedy lexeme would swallow its first characters)
+            self.rule(f"dstr: {self.lit(q0)} {self.upto('dstr_text', [q1], never_text=stops[1:])}")
+            self.rule(r"DNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
+            self.rule("DCONST: /(?:true|false|null)/")
+            self.rule("DKEY: " + ("/[A-Za-z_][A-Za-z0-9_]*/" if lay.dialect_unquoted else '/"(?:[^"\\\\]|\\\\.)*"/'))
+            self.rule("dval: dstr | DNUM | DCONST | dlist | dobj")
+            self.rule('dlist: "[" WS? (dval (WS? "," WS? dval)*)? WS? "]"')
+            self.rule('dobj: "{" WS? (DKEY WS? ":" WS? dval (WS? "," WS? DKEY WS? ":" WS? dval)*)? WS? "}"')
+        t = schema.get("type") if isinstance(schema, dict) else None
+        if t == "string":
+            enum = schema.get("enum")
+            if isinstance(enum, list) and enum and all(isinstance(e, str) and q1 not in e for e in enum):
+                return "(" + " | ".join(self.lit(q0 + e + q1) for e in enum) + ")"
+            return "dstr"
+        if t == "integer":
+            return "/-?[0-9]+/"
+        if t == "number":
+            return "DNUM"
+        if t == "boolean":
+            return "/(?:true|false)/"
+        if t == "null":
+            return '"null"'
+        if t == "array" and isinstance(schema.get("items"), dict):
+            item = self.dialect_value(f"{name}_i", schema["items"])
+            self.rule(f'{name}: "[" WS? ({item} (WS? "," WS? {item})*)? WS? "]"')
+            return name
+        props = schema.get("properties") if t == "object" and isinstance(schema.get("properties"), dict) else None
+        if not props:
+            return {"array": "dlist", "object": "dobj"}.get(t, "dval")
+        required = set(schema.get("required") or [])
+        items = []
+        for k, (key, sub) in enumerate(props.items()):
+            head = self.lit(key if lay.dialect_unquoted else json.dumps(key, ensure_ascii=False))
+            self.rule(f"{name}_{k}: {head} WS? \":\" WS? {self.dialect_value(f'{name}_{k}v', sub)}")
+            items.append((key, f"{name}_{k}", key in required))
+        orders = [items]
+        if sorted(items) != items:
+            orders.append(sorted(items))
+        alts = []
+        for order in orders:
+            seq = [(n, req) for _, n, req in order]
+            alts.append(self._comma_seq(seq) or "WS?")
+        self.rule(f'{name}: "{{" WS? (' + " | ".join(alts) + ') WS? "}"')
+        return name
+
+    @staticmethod
+    def _comma_seq(items) -> str:
+        """``items`` (rule, required) in order, a comma only between the ones written."""
+        def rest(k):
+            return " ".join(f'(WS? "," WS? {n})' + ("" if req else "?") for n, req in items[k:])
+
+        def first(k):
+            if k == len(items):
+                return ""
+            n, req = items[k]
+            head = f"{n} {rest(k + 1)}".strip()
+            if req:
+                return head
+            tail = first(k + 1)
+            return f"({head} | {tail})" if tail else f"({head})?"
+
+        return first(0)
+
     def py_lexemes(self) -> None:
         """Python literals as the parser reads a pythonic value: quoted strings (no text that would close
         the call inside them), numbers, constants, and lists/dicts of them."""
@@ -228,20 +301,7 @@ class _Writer:
             self.rule(f"{name}: {self.lit(key + '=')} {self.py_value(name, sub)}")  # the parser reads no space after '='
             items.append((name, key in required))
 
-        def rest(k):  # the pairs from k on, after one already written
-            return " ".join(f'(WS? "," WS? {n})' + ("" if req else "?") for n, req in items[k:])
-
-        def first(k):  # the pairs from k on, none written yet
-            if k == len(items):
-                return ""
-            n, req = items[k]
-            head = f"{n} {rest(k + 1)}".strip()
-            if req:
-                return head
-            tail = first(k + 1)
-            return f"({head} | {tail})" if tail else f"({head})?"
-
-        return first(0)
+        return self._comma_seq(items)
 
     def call(self, i: int, drop: str = "") -> str:
         """Rule name for one tag-format call of tool ``i``."""
@@ -251,6 +311,10 @@ class _Writer:
             args = f"WS? args{i}"
             if not drop:
                 self.rule(f"args{i}: {json_rule(parameters(self.fns[i]))}")
+        elif lay.kind == "tagged_dialect":
+            args = f"WS? args{i}"
+            if not drop:
+                self.rule(f"args{i}: {self.dialect_value(f'd{i}', parameters(self.fns[i]))}")
         elif lay.kind == "pythonic":
             args = f"WS? args{i}"
             if not drop:
@@ -301,6 +365,10 @@ class _Writer:
             first = f"WS? {full}"
         more = f" ({sep}WS? {full})*" if many else ""
         end = f" WS? {self.lit(lay.section_end)}" if lay.section_end else ""
+        if lay.section_end and not lay.section_start:
+            # A closer with no opener is the turn's tail after the calls, and text may come before it
+            # (content written after the calls, as the parser reads it).
+            end = f" {self.upto('after_calls', [lay.section_end], never_text=[lay.trigger])}"
         return first + more + end
 
     def write_recipient(self) -> str:

@@ -32,7 +32,8 @@ class Layout:
     ``kind``: ``json`` (each call one JSON object), ``json_array`` (one array of call objects),
     ``json_key`` (an array of ``{name: args}``), ``tagged_json`` (a header naming the tool, then JSON
     arguments), ``tagged_kv`` (a header, then one tagged key/value pair per argument), ``pythonic``
-    (``NAME(key=value, …)`` in a marked section: values are Python literals), ``recipient`` (a run of
+    (``NAME(key=value, …)`` in a marked section: values are Python literals), ``tagged_dialect`` (a
+    header, then arguments in a JSON dialect: unquoted keys, strings between custom quotes), ``recipient`` (a run of
     messages under ``>>>RECIPIENT\n`` headers: ``all`` for text, a tool name for JSON arguments)."""
 
     kind: str
@@ -60,6 +61,8 @@ class Layout:
     reasoning_implicit_end: bool = False  # the call's opener also ends reasoning (as the parser reads it)
     head_words: tuple[str, ...] = ()  # recipient: the header words of content messages ("all")
     head_open: bool = False  # recipient: the generation prompt wrote the first message's header marker
+    dialect_quote: tuple = ()  # tagged_dialect: (open, close) of strings, written raw between them
+    dialect_unquoted: bool = False  # tagged_dialect: object keys without quotes
     py_quote: str = ""  # pythonic: the quote the template writes strings in
     py_json: bool = False  # pythonic: values written as JSON (``tojson``)
     content_start: str = ""  # content wrapped in its own markers
@@ -168,8 +171,10 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
     pythonic = args.kind == "pythonic"
     if pythonic and not (t.name_suffix == "(" and t.call_end.strip() == ")" and args.key_suffix.strip() == "=" and not args.key_prefix.strip()):
         raise NoGrammar("pythonic calls not written NAME(key=value, …)")
-    if args.kind == "json" and (args.unquoted_keys or args.string_delims):
-        raise NoGrammar("arguments are written in a JSON dialect (unquoted keys or custom string quotes) that %json cannot describe")
+    dialect = args.kind == "json" and bool(args.unquoted_keys or args.string_delims)
+    delims = tuple(tuple(d) for d in args.string_delims or ())
+    if dialect and (len(delims) > 1 or any(len(d) != 2 or not d[0] or not d[1] for d in delims)):
+        raise NoGrammar("arguments are written in a JSON dialect with several string quotes")
     header = header_items(t.header_pattern)
     if NAME not in header:
         raise NoGrammar("the call header carries no tool name")
@@ -178,6 +183,8 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
     if not trigger:
         raise NoGrammar("a call starts without a literal marker, so free text cannot stop at it")
     kv = {}
+    if dialect:
+        kv = dict(dialect_quote=delims[0] if delims else ('"', '"'), dialect_unquoted=bool(args.unquoted_keys))
     if pythonic:
         delims = tuple(tuple(d) for d in (args.string_delims or ()) if len(d) == 2 and len(d[0]) == 1 and d[0] == d[1])
         kv = dict(key_suffix="=", arg_separator=",", py_quote=delims[0][0] if delims else '"', py_json=bool(args.json_values))
@@ -185,7 +192,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         if not (args.key_prefix.strip() and args.value_suffix.strip()):
             raise NoGrammar("tagged arguments without key and value markers")
         kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
-    kind = "pythonic" if pythonic else "tagged_json" if args.kind == "json" else "tagged_kv"
+    kind = "pythonic" if pythonic else "tagged_dialect" if dialect else "tagged_json" if args.kind == "json" else "tagged_kv"
     return Layout(kind, trigger=trigger, section_start=section,
                   section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
                   call_start_raw=t.call_start, call_end_raw=t.call_end,
