@@ -3,8 +3,10 @@
 Free text runs in lazy lexemes that end at the first tool-call trigger or end marker, so text
 before a call can never contain the call's opener (the response_template opens a call there too).
 Arguments are ``%json`` with each tool's schema; tagged arguments are one rule per parameter in the
-schema's order, a string value raw up to the value's end marker, other values JSON. Whitespace between
-structural parts is free, as the parser's patterns allow.
+schema's order, a string value raw up to the value's end marker, other values JSON. Pythonic calls and
+JSON dialects write their values with rules of their own (a value never holds the text that closes its
+call for the parser); recipient-headed replies are runs of messages, each up to the next header.
+Whitespace between structural parts is free where the parser's patterns allow it.
 
 Markers are text unless the tokenizer is known (``tokens``: its added tokens, text -> id): llguidance
 treats every added token as special, so a marker that is one is written in its token syntax
@@ -514,7 +516,7 @@ def lark_grammar(lay: Layout, fns: list[dict], *, tool_choice: str = "auto", par
 
     ``tokens``: the tokenizer's added tokens (text -> id), written in token syntax where a marker is
     one. ``after_reasoning``: the form for an engine that applies the grammar only once its reasoning
-    parser has seen reasoning end (vLLM and SGLang with a reasoning parser): where the prompt leaves
+    parser has seen reasoning end (vLLM without ``enable_in_reasoning``): where the prompt leaves
     reasoning open, the grammar starts after the reasoning's end instead of inside it."""
     if not fns:
         raise NoGrammar("no tools to call")
