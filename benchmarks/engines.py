@@ -11,17 +11,22 @@ added tokens, as real vocabularies ship them):
 - vLLM's ``GuidanceBackend.compile_grammar`` compiles the token-aware Lark grammar;
 - every correct rendering of a call (the template's own, from verify) is accepted token by token by
   the compiled grammar and ends in an accepting state; a call to an unknown tool is rejected;
-- under the flags ``infer --serve vllm`` prints (``--reasoning-parser hf`` where the template has a
-  thinking field), the grammar form ``grammar --serve vllm`` prints is driven through vLLM's
-  ``StructuredOutputManager.accept_tokens`` with vLLM's own reasoning parser as the gate: the same
-  renderings are accepted and the grammar ends accepting;
+- under the flags ``infer --serve vllm`` prints (``--reasoning-parser hf`` and
+  ``enable_in_reasoning`` where the template has a thinking field), the grammar form ``grammar --serve
+  vllm`` prints is driven through vLLM's ``StructuredOutputManager.accept_tokens`` with vLLM's own
+  reasoning parser: the same renderings are accepted and the grammar ends accepting; for reference, the
+  after-reasoning form through vLLM's gate without ``enable_in_reasoning`` is counted too;
 - the structural tag (where the format has one) compiles in xgrammar and accepts the renderings;
 - the request shapes the README recommends pass vLLM's request checks (``ChatCompletionRequest``,
   ``OnlineRenderer.render_chat``'s tool-choice checks, the parser's ``adjust_request``,
-  ``SamplingParams._validate_structured_outputs``), and the ones it warns about are refused.
+  ``SamplingParams._validate_structured_outputs`` with the backend left at ``auto``, which must land a
+  grammar on ``guidance``), and the ones it warns about are refused.
 
-With ``--sglang``: the grammar compiles with SGLang's llguidance and the structural tags through
-SGLang's ``XGrammarGrammarBackend.dispatch_structural_tag``, accepting the same renderings.
+With ``--sglang`` the same through SGLang's code: grammars through its llguidance backend as an ``ebnf``
+request, under the reasoning gate its scheduler builds (``ReasonerGrammarBackend``, only where the
+``response_template`` reasoning parser yields end token ids: none of the corpus templates does), structural
+tags through ``XGrammarGrammarBackend.dispatch_structural_tag``, request shapes through
+``ChatCompletionRequest.to_sampling_params`` with the constraint its ``response_template`` tool parser derives.
 Prints one row per template and the totals."""
 
 from __future__ import annotations
@@ -316,10 +321,8 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--sglang", action="store_true", help="check with SGLang's code (run with SGLang's Python)")
     args = ap.parse_args(argv)
-    import llguidance
-    import llguidance.hf
 
-    vllm = SGL() if args.sglang else VLLM()  # the engine whose code runs the checks
+    engine = SGL() if args.sglang else VLLM()  # whose code runs the checks
     tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, gate_only=0, gate_only_ok=0,
                st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
     rows = []
@@ -331,7 +334,7 @@ def main(argv=None) -> int:
             continue
         if not isinstance(got, tuple):  # no tool_calls field: what --serve tells clients must hold
             hf = byte_tokenizer(["<eos>"])
-            checks = vllm.request_checks(hf, got.template, None)
+            checks = engine.request_checks(hf, got.template, None)
             tot["requests"] += len(checks)
             tot["requests_ok"] += sum(ok for _, ok, _ in checks)
             tot["no_calls_templates"] += 1
@@ -349,11 +352,11 @@ def main(argv=None) -> int:
         form = grammar_form(template, "sglang" if args.sglang else "vllm")
         cases = call_cases(report)
         try:
-            be = vllm.backend(hf)
-            vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab))
+            be = engine.backend(hf)
+            engine.compile(be, build(a, VERIFY_TOOLS, tokens=vocab))
             compiled_ok = True
             if args.sglang and be.gate:
-                vllm.gates += 1
+                engine.gates += 1
         except Exception as e:  # noqa: BLE001
             compiled_ok = False
             row["compiled"] = f"NO: {str(e)[:80]}"
@@ -367,7 +370,7 @@ def main(argv=None) -> int:
             text = raw_unicode(c.generated)
             ids = hf.encode(text, add_special_tokens=False)
             if compiled_ok:
-                good = vllm.accepts(vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
+                good = engine.accepts(engine.compile(be, build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
             else:
                 good = False
             n, ok = n + 1, ok + good
@@ -375,7 +378,7 @@ def main(argv=None) -> int:
                 fails.append(f"{c.name}: rejected {text[:120]!r}")
             if "get_weather" in {x for x, _ in _calls(c)} and not c.history and compiled_ok:
                 un += 1
-                bad = vllm.accepts(vllm.compile(be, build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
+                bad = engine.accepts(engine.compile(be, build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
                 unr += not bad
             if compiled_ok:
                 gn += 1
@@ -384,20 +387,20 @@ def main(argv=None) -> int:
                 names = {x for x, _ in _calls(c)}
                 thinking = "thinking" in template["fields"]
                 flags = dict(reasoning=thinking, names=names, in_reasoning=False if args.sglang else in_reasoning_flag(template))
-                good, why = vllm.gated(be, hf, g, prompt_ids, ids, **flags)
+                good, why = engine.gated(be, hf, g, prompt_ids, ids, **flags)
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
                 if thinking and not args.sglang:  # the alternative: no enable_in_reasoning, the after-reasoning form, vLLM's gate
                     after = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, after_reasoning=True)
                     tot["gate_only"] += 1
-                    ok_gate, why = vllm.gated(be, hf, after, prompt_ids, ids, reasoning=True, names=names)
+                    ok_gate, why = engine.gated(be, hf, after, prompt_ids, ids, reasoning=True, names=names)
                     tot["gate_only_ok"] += ok_gate
                     if not ok_gate and args.verbose:
                         print(f"  {path.stem}: {c.name} (after-reasoning form, vLLM's gate): {why}")
                 if "get_weather" in {x for x, _ in _calls(c)} and not c.history:
                     g = build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened, **form)
-                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, **flags)
+                    bad, _ = engine.gated(be, hf, g, prompt_ids, ids, **flags)
                     tot["gated_unknown"] += 1
                     tot["gated_unknown_rejected"] += not bad
                     if bad:
@@ -432,7 +435,7 @@ def main(argv=None) -> int:
             row["st"] = f"{sok}/{sn}"
             tot["st_cases"] += sn
             tot["st_ok"] += sok
-        checks = vllm.request_checks(hf, template, build(a, VERIFY_TOOLS, tokens=vocab, **form))
+        checks = engine.request_checks(hf, template, build(a, VERIFY_TOOLS, tokens=vocab, **form))
         rok = sum(ok for _, ok, _ in checks)
         row["requests"] = f"{rok}/{len(checks)}"
         tot["requests"] += len(checks)
@@ -442,15 +445,15 @@ def main(argv=None) -> int:
         if args.verbose or fails:
             for f in fails[:40]:
                 print(f"  {path.stem}: {f}")
-    engine = "SGLang 0.5.23 (llguidance %s, xgrammar)" % _version("llguidance") if args.sglang else "vLLM %s (llguidance %s)" % (_version("vllm"), _version("llguidance"))
-    print(f"\n== engines: {engine} ==")
+    label = "SGLang 0.5.23 (llguidance %s, xgrammar)" % _version("llguidance") if args.sglang else "vLLM %s (llguidance %s)" % (_version("vllm"), _version("llguidance"))
+    print(f"\n== engines: {label} ==")
     print(f"{'template':48} {'compiles':8} {'accepted':>9} {'unknown':>8} {'served':>8} {'struct':>7} {'requests':>8}")
     for r in rows:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
           f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']} "
           f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; "
-          + (f"SGLang's reasoning gate on for {vllm.gates} of {tot['templates']} templates); " if args.sglang else
+          + (f"SGLang's reasoning gate on for {engine.gates} of {tot['templates']} templates); " if args.sglang else
              f"without enable_in_reasoning, the after-reasoning form through vLLM's gate, on templates with reasoning: "
              f"{tot['gate_only_ok']}/{tot['gate_only']}); ")
           + f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
