@@ -328,6 +328,7 @@ def test_api_and_cli(tmp_path, capsys, tokenizer):
 CLOSERS = {
     "LFM2.5-8B-A1B": ("city='Paris'", "city='Par), get_weather(is'"),  # pythonic: ')' then the next call
     "wild/020-vedika-4-1-flash": ('city:<|"|>Paris<|"|>', 'city:<|"|>Pa<tool_call|>ris<|"|>'),  # dialect: the call's end
+    "meetkai-functionary-medium-v3.2": ('"city": "Paris"', '"city": "Pa>>>ris"'),  # recipient: the next header
 }
 
 

@@ -99,6 +99,7 @@ class _Writer:
         self.lay, self.fns, self.choice, self.parallel = lay, fns, tool_choice, parallel
         self.tok, self.after_reasoning = tokens, after_reasoning
         self.rules: list[str] = []
+        self._vstyle: dict | None = None
 
     def rule(self, text: str) -> None:
         if text not in self.rules:  # a section written twice (two start forms) defines its calls once
@@ -180,56 +181,70 @@ class _Writer:
             out.append(f"({sep}WS? {name})" + ("" if key in required else "?"))
         return " ".join(out)
 
-    def dialect_value(self, name: str, schema) -> str:
-        """A value in the arguments' JSON dialect following ``schema``: strings raw between the custom
-        quotes (never holding a quote or the call's end), object keys unquoted where the template writes
-        them so, in the schema's order or sorted (templates that sort keys write them sorted)."""
-        lay = self.lay
-        q0, q1 = lay.dialect_quote
-        stops = [q1, *([lay.call_end] if lay.call_end else [])]
-        if "dval: dstr | DNUM | DCONST | dlist | dobj" not in self.rules:
-            # the text runs lazily to the closing quote (a greedy lexeme would swallow its first characters)
-            self.rule(f"dstr: {self.lit(q0)} {self.upto('dstr_text', [q1], never_text=stops[1:])}")
-            self.rule(r"DNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
-            self.rule("DCONST: /(?:true|false|null)/")
-            self.rule("DKEY: " + ("/[A-Za-z_][A-Za-z0-9_]*/" if lay.dialect_unquoted else '/"(?:[^"\\\\]|\\\\.)*"/'))
-            self.rule("dval: dstr | DNUM | DCONST | dlist | dobj")
-            self.rule('dlist: "[" WS? (dval (WS? "," WS? dval)*)? WS? "]"')
-            self.rule('dobj: "{" WS? (DKEY WS? ":" WS? dval (WS? "," WS? DKEY WS? ":" WS? dval)*)? WS? "}"')
+    def value_style(self, *, quote: tuple = (), unquoted: bool = False, never=(), never_rx: str = "") -> None:
+        """The base rules ``schema_value`` writes values with, for formats whose parser closes a call at
+        a text it does not read as JSON (so a string must never hold it): strings raw between custom
+        ``quote``s (a JSON dialect; lazily to the closing quote) or JSON strings, none holding a text in
+        ``never`` or matching ``never_rx``; object keys unquoted where the dialect writes them so."""
+        if self._vstyle is not None:
+            return
+        if quote:
+            self.rule(f"vstr: {self.lit(quote[0])} {self.upto('vstr_text', [quote[1]], never_text=never)}")
+            string = "vstr"
+        else:
+            alts = [rx(m) for m in never if m] + ([never_rx] if never_rx else [])
+            neg = f" & ~/(?s:.*)(?:{'|'.join(alts)})(?s:.*)/" if alts else ""
+            self.rule('VSTR: /"(?:[^"\\\\\\x00-\\x1f]|\\\\.)*"/' + neg)
+            string = "VSTR"
+        self.rule(r"VNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
+        self.rule("VCONST: /(?:true|false|null)/")
+        key = "VKEY" if unquoted else string
+        if unquoted:
+            self.rule("VKEY: /[A-Za-z_][A-Za-z0-9_]*/")
+        self.rule(f"vval: {string} | VNUM | VCONST | vlist | vobj")
+        self.rule('vlist: "[" WS? (vval (WS? "," WS? vval)*)? WS? "]"')
+        self.rule(f'vobj: "{{" WS? ({key} WS? ":" WS? vval (WS? "," WS? {key} WS? ":" WS? vval)*)? WS? "}}"')
+        self._vstyle = {"quote": tuple(quote) or ('"', '"'), "unquoted": unquoted, "string": string, "never": [*never]}
+
+    def schema_value(self, name: str, schema) -> str:
+        """A value following ``schema`` in the style ``value_style`` set: object keys in the schema's
+        order or sorted (templates that sort keys write them sorted), only the listed ones; values
+        without a schema are any value of the style. Bounds, patterns and formats are not stated (the
+        strings' own rule is what keeps the parser reading the call whole)."""
+        st = self._vstyle
+        q0, q1 = st["quote"]
         t = schema.get("type") if isinstance(schema, dict) else None
         if t == "string":
             enum = schema.get("enum")
-            if isinstance(enum, list) and enum and all(isinstance(e, str) and q1 not in e for e in enum):
+            if isinstance(enum, list) and enum and all(isinstance(e, str) and e.isprintable() and q1 not in e and "\\" not in e
+                                                       and not any(m in e for m in st["never"]) for e in enum):
                 return "(" + " | ".join(self.lit(q0 + e + q1) for e in enum) + ")"
-            return "dstr"
+            return st["string"]
         if t == "integer":
             return "/-?[0-9]+/"
         if t == "number":
-            return "DNUM"
+            return "VNUM"
         if t == "boolean":
             return "/(?:true|false)/"
         if t == "null":
             return '"null"'
         if t == "array" and isinstance(schema.get("items"), dict):
-            item = self.dialect_value(f"{name}_i", schema["items"])
+            item = self.schema_value(f"{name}_i", schema["items"])
             self.rule(f'{name}: "[" WS? ({item} (WS? "," WS? {item})*)? WS? "]"')
             return name
         props = schema.get("properties") if t == "object" and isinstance(schema.get("properties"), dict) else None
         if not props:
-            return {"array": "dlist", "object": "dobj"}.get(t, "dval")
+            return {"array": "vlist", "object": "vobj"}.get(t, "vval")
         required = set(schema.get("required") or [])
         items = []
         for k, (key, sub) in enumerate(props.items()):
-            head = self.lit(key if lay.dialect_unquoted else json.dumps(key, ensure_ascii=False))
-            self.rule(f"{name}_{k}: {head} WS? \":\" WS? {self.dialect_value(f'{name}_{k}v', sub)}")
+            head = self.lit(key if st["unquoted"] else json.dumps(key, ensure_ascii=False))
+            self.rule(f"{name}_{k}: {head} WS? \":\" WS? {self.schema_value(f'{name}_{k}v', sub)}")
             items.append((key, f"{name}_{k}", key in required))
         orders = [items]
         if sorted(items) != items:
             orders.append(sorted(items))
-        alts = []
-        for order in orders:
-            seq = [(n, req) for _, n, req in order]
-            alts.append(self._comma_seq(seq) or "WS?")
+        alts = [self._comma_seq([(n, req) for _, n, req in order]) or "WS?" for order in orders]
         self.rule(f'{name}: "{{" WS? (' + " | ".join(alts) + ') WS? "}"')
         return name
 
@@ -257,7 +272,8 @@ class _Writer:
         lay = self.lay
         name = r"[A-Za-z_][A-Za-z0-9_.\-]*"
         closes = [rf",{WS_CHARS}*{name}\("] + ([f"{WS_CHARS}*{rx(lay.section_end)}"] if lay.section_end else [])
-        never = rf" & ~/(?s:.*)\)(?:{'|'.join(closes)})(?s:.*)/"
+        self._py_close = rf"\)(?:{'|'.join(closes)})"
+        never = rf" & ~/(?s:.*){self._py_close}(?s:.*)/"
         for rule, q in (("PYQ", "'"), ("PYD", '"')):
             self.rule(f"{rule}: /{q}(?:[^{q}\\\\]|\\\\(?s:.))*{q}/{never}")
         self.rule(r"PYNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
@@ -269,13 +285,14 @@ class _Writer:
 
     def py_value(self, name: str, sub: dict) -> str:
         """One pythonic value of schema ``sub``: scalars by their type, strings in the template's quote,
-        lists and dicts as JSON (what ``tojson`` writes) or Python literals (their items unconstrained)."""
+        lists and dicts as Python literals (JSON is one too; their items unconstrained), or every value
+        as JSON where the template writes them with ``tojson``."""
         lay = self.lay
         self.py_lexemes()
         t = sub.get("type") if isinstance(sub, dict) else None
-        if lay.py_json:
-            self.rule(f"{name}_v: {json_rule(sub or {})}")
-            return f"{name}_v"
+        if lay.py_json:  # JSON values (tojson), whose strings must not close the call either
+            self.value_style(never_rx=self._py_close)
+            return self.schema_value(f"{name}_v", sub or {})
         if t == "string":
             enum = sub.get("enum")
             if isinstance(enum, list) and enum and all(isinstance(e, str) and lay.py_quote not in e and "\\" not in e for e in enum):
@@ -289,8 +306,7 @@ class _Writer:
             return "/(?:True|False|true|false)/"
         if t == "null":
             return "/(?:None|null)/"
-        self.rule(f"{name}_v: {json_rule(sub or {})} | py_list | py_dict")
-        return f"{name}_v"
+        return {"array": "py_list", "object": "py_dict"}.get(t, "py_val")  # JSON or Python literals alike
 
     def py_args(self, i: int) -> str:
         """``key=value`` pairs of tool ``i`` in the schema's order, commas only between pairs written."""
@@ -316,7 +332,8 @@ class _Writer:
         elif lay.kind == "tagged_dialect":
             args = f"WS? args{i}"
             if not drop:
-                self.rule(f"args{i}: {self.dialect_value(f'd{i}', parameters(self.fns[i]))}")
+                self.value_style(quote=lay.dialect_quote, unquoted=lay.dialect_unquoted, never=[lay.call_end])
+                self.rule(f"args{i}: {self.schema_value(f'd{i}', parameters(self.fns[i]))}")
         elif lay.kind == "pythonic":
             args = f"WS? args{i}"
             if not drop:
@@ -387,7 +404,8 @@ class _Writer:
         self.rule(f"said_last: {word} ({self.upto('last_text', lay.ends, avoid=[hs])} | MTEXT?)")
         mids, lasts = [], []
         for i, fn in enumerate(self.fns):
-            self.rule(f"args{i}: {json_rule(parameters(fn))}")
+            self.value_style(never=[hs, *lay.ends])  # the parser ends a message at the next header
+            self.rule(f"args{i}: {self.schema_value(f'a{i}', parameters(fn))}")
             self.rule(f"call{i}: {self.lit(fn['name'] + he)} WS? args{i} WS?")
             mids.append(f"call{i} {h}")
             lasts.append(f"call{i}")
