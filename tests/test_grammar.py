@@ -372,3 +372,37 @@ def test_recipient_messages(tokenizer):
     assert not accepts(tokenizer, build(a, VERIFY_TOOLS), 'delete_all\n{"x": 1}<|eot_id|>')
     parsed = parse_response(text, res.template, prefix=report.cases[0].prompt, tools=VERIFY_TOOLS)
     assert [c["name"] for c in _norm_calls(parsed["tool_calls"])] == ["get_weather"]
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+def test_no_value_ends_its_call_early(path, tokenizer):
+    """With markers matched as text, a string value may hold any text the grammar allows; every such
+    text built from the format's own markers (and a pythonic ``), f(``) either is refused or parses back
+    as the one call with that value: a value never ends its call early for the parser."""
+    src, res, report = _verified(path)
+    a = res.analysis
+    if report.per_field().get("tool_calls") != "pass":
+        pytest.skip("tool calls do not verify")
+    try:
+        lay = layout(a)
+        build(a, VERIFY_TOOLS)
+    except NoGrammar as e:
+        pytest.skip(f"no grammar: {e}")
+    case = next((c for c in report.cases if c.status == "pass" and c.name == "one call" and not c.history), None)
+    if case is None or "Paris" not in case.generated:
+        pytest.skip("no one-call rendering with the probe's city")
+    text = raw_unicode(case.generated)
+    grammar = build(a, VERIFY_TOOLS, reasoning_open=_opened(a, case.prompt))
+    wrong = []
+    for m in [*marker_texts(lay), ")", "), get_weather(", "\n", "}", "]", ">>>"]:
+        value = "Pa" + m + "ris"
+        candidate = text.replace("Paris", value, 1)
+        if not accepts(tokenizer, grammar, candidate):
+            continue
+        parsed = parse_response(candidate, res.template, prefix=case.prompt, tools=VERIFY_TOOLS)
+        calls = _norm_calls(parsed.get("tool_calls"))
+        args = calls[0]["arguments"] if len(calls) == 1 else None
+        if not (isinstance(args, dict) and args.get("city") == value):
+            wrong.append((m, parsed.get("tool_calls")))
+    assert not wrong, wrong[:3]

@@ -170,7 +170,7 @@ class _Writer:
                 suffix = suffix.replace("true", "false")  # DeepSeek V3.2: string="false" on non-strings
             head = self.lit(lay.key_prefix + key + suffix)
             if _is_string(sub):
-                self.upto(f"{name}_v", [lay.value_suffix])
+                self.upto(f"{name}_v", [lay.value_suffix], never_text=self.closers())
                 self.rule(f"{name}: {head} {name}_v")
             elif isinstance(sub, dict) and sub.get("type") == "boolean":
                 self.rule(f"{name}: {head} WS? /(true|false|True|False)/ WS? {self.lit(lay.value_suffix)}")
@@ -321,13 +321,30 @@ class _Writer:
 
         return self._comma_seq(items)
 
+    def closers(self) -> list[str]:
+        """The texts that end a call (its end, the section's, the next call's opener, reasoning's opener,
+        the turn's end) and each one's first chunk (``</function>`` of ``</function>\n</tool_call>``):
+        a value holding one would end the call early where the parser does not read the value whole.
+        Marker text that is an added token needs no such care (a value's lexeme never holds a token)."""
+        lay, out = self.lay, []
+        opener = lay.header[0] if lay.header and isinstance(lay.header[0], str) else ""
+        for m in (lay.call_end, lay.section_end, lay.trigger, opener, lay.reasoning_start, *lay.ends):
+            m = m.strip()
+            if m:
+                out += [m, m.split()[0]]
+        return [m for m in dict.fromkeys(out) if not self.tok.has(m)]
+
     def call(self, i: int, drop: str = "") -> str:
         """Rule name for one tag-format call of tool ``i``."""
         lay = self.lay
         name = f"call{i}{'_first' if drop else ''}"
         if lay.kind == "tagged_json":
             args = f"WS? args{i}"
-            if not drop:
+            if not drop and self.closers():
+                # the closer is text a JSON string could hold: strings by rules that cannot hold it
+                self.value_style(never=self.closers())
+                self.rule(f"args{i}: {self.schema_value(f'j{i}', parameters(self.fns[i]))}")
+            elif not drop:
                 self.rule(f"args{i}: {json_rule(parameters(self.fns[i]))}")
         elif lay.kind == "tagged_dialect":
             args = f"WS? args{i}"
