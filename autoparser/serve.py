@@ -7,9 +7,13 @@ vLLM refuses ``--reasoning-parser hf`` for a template without a ``thinking`` fie
 tools with HTTP 400 unless ``tool_choice`` is ``"none"``; with the ``hf`` tool parser it refuses
 ``tool_choice="required"``, a named tool, strict tools and ``parallel_tool_calls=false`` (the parser
 cannot guarantee them), so ``tool_choice="auto"`` plus a grammar in ``structured_outputs`` is how a
-client gets those guarantees. With a reasoning parser, vLLM applies a request's grammar only once the
-parser has seen reasoning end, so the grammar must start there (``grammar --serve vllm`` prints that
-form). SGLang applies ``content`` only inside its reasoning parser, so that parser is on even without
+client gets those guarantees. With a reasoning parser, vLLM applies a request's grammar only once its
+parser has read reasoning's end in prompt + output; where the prompt leaves reasoning neither open nor
+settled as that parser reads it, that happens inside the call (after its opener or once it parsed
+whole), and no grammar can start there. So for a template with reasoning ``--serve vllm`` adds
+``--structured-outputs-config '{"enable_in_reasoning": true}'`` (vLLM 0.33's ``StructuredOutputsConfig``
+field: the grammar applies from the first token) and ``grammar --serve vllm`` prints the form that
+covers reasoning itself. SGLang applies ``content`` only inside its reasoning parser, so that parser is on even without
 ``thinking``; it answers requests with tools with HTTP 400 when no tool parser is set."""
 
 from __future__ import annotations
@@ -25,12 +29,19 @@ def _fields(template: dict) -> dict:
     return template.get("fields") or {}
 
 
+IN_REASONING = "--structured-outputs-config '{\"enable_in_reasoning\": true}'"
+
+
 def grammar_form(template: dict, server: str | None) -> dict:
     """The ``build``/``grammar`` keyword arguments for a grammar sent to a server run with the flags
-    ``guidance`` prints: the after-reasoning form where a reasoning parser gates the grammar."""
+    ``guidance`` prints: both apply it from the first token, so the form covers reasoning. vLLM because
+    of ``enable_in_reasoning``; SGLang because its reasoning gate needs a literal end marker, and the
+    response_template's thinking closer is a pattern (``</think>\\s{0,64}``), so SGLang 0.5.23 reads
+    no end token from it and disables grammar-gated reasoning (measured: ``benchmarks/engines.py --sglang``).
+    ``after_reasoning`` stays for an engine that gates on a literal end."""
     if server is None:
         return {}
-    return {"after_reasoning": "thinking" in _fields(template)}
+    return {"after_reasoning": False}
 
 
 def request_shapes(template: dict, grammar: str | None, tools: list) -> list[tuple[str, dict, bool]]:
@@ -56,16 +67,52 @@ def request_shapes(template: dict, grammar: str | None, tools: list) -> list[tup
     return out
 
 
-def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | None = None) -> list[str]:
-    """Lines for an operator: the command, why each parser flag is there or not, what clients send."""
+def sglang_request_shapes(template: dict, grammar: str | None, tools: list) -> list[tuple[str, dict, bool]]:
+    """(what, request body, accepted?) for SGLang under the flags ``guidance`` prints: a grammar goes in
+    ``ebnf`` with ``tool_choice="auto"``; SGLang refuses it beside ``"required"`` or a named tool (its
+    own tool-call constraint and the grammar cannot both hold)."""
+    calls = "tool_calls" in _fields(template)
+    out = [("no tools", {}, True)]
+    if not calls:
+        return out
+    out += [("tools, tool_choice=auto", {"tools": tools, "tool_choice": "auto"}, True),
+            ("tools, tool_choice=none", {"tools": tools, "tool_choice": "none"}, True)]
+    if grammar:
+        name = tools[0]["function"]["name"]
+        out += [("tools, tool_choice=auto, ebnf grammar", {"tools": tools, "tool_choice": "auto", "ebnf": grammar}, True),
+                ("tool_choice=required + ebnf (refused by SGLang)", {"tools": tools, "tool_choice": "required", "ebnf": grammar}, False),
+                ("named tool + ebnf (refused by SGLang)", {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}, "ebnf": grammar}, False)]
+    return out
+
+
+def no_grammar(analysis) -> str | None:
+    """Why this format can have no grammar (one line), or None where it can."""
+    from .grammar.layout import NoGrammar, layout
+
+    if analysis is None:
+        return None
+    try:
+        layout(analysis)
+    except NoGrammar as e:
+        return str(e)
+    return None
+
+
+def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | None = None, analysis=None) -> list[str]:
+    """Lines for an operator: the command, why each parser flag is there or not, what clients send.
+    ``analysis``: where given, a format that can have no grammar says so instead of offering one."""
     fields = _fields(template)
     thinking, calls = "thinking" in fields, "tool_calls" in fields
     lines = [WHERE]
+    why_not = no_grammar(analysis) if calls else None
+    if why_not:
+        lines.append(f"no grammar for this tool-call format ({why_not}): tool calls are parsed, not constrained")
     if "reasoning_content" in fields:
         lines.append("the template names reasoning 'reasoning_content'; vLLM and SGLang accept only 'thinking': infer again without --reasoning-field")
     grammar_cmd = f"autoparser grammar {model} --tools TOOLS.json --serve {server}" + (" --no-parallel" if single_call(verdict) else "")
     if server == "vllm":
         flags = (["--reasoning-parser hf"] if thinking else []) + (["--enable-auto-tool-choice --tool-call-parser hf"] if calls else [])
+        flags += [IN_REASONING] if thinking and calls and not why_not else []
         lines.append(" ".join(["vllm serve", model, *flags]))
         if not thinking:
             lines.append("no --reasoning-parser hf: the template has no thinking field, and vLLM refuses the flag for it")
@@ -76,9 +123,15 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
             return lines
         lines.append("clients send tool_choice=\"auto\" (or \"none\"): vLLM refuses tool_choice=\"required\", a named tool, strict tools "
                      "and parallel_tool_calls=false with the hf parser (HTTP 400), whatever grammar the request carries")
+        if why_not:
+            return lines
         lines.append(f"to require a call, name the tool or allow one call: tool_choice=\"auto\" plus extra_body={{\"structured_outputs\": "
                      f"{{\"grammar\": ...}}}} with the grammar from `{grammar_cmd} [--tool-choice required|NAME] [--no-parallel]`"
-                     + (" (it starts where vLLM's reasoning parser ends reasoning, as vLLM applies it)" if thinking else ""))
+                     + (" (it covers reasoning too)" if thinking else ""))
+        if thinking:
+            lines.append("enable_in_reasoning: vLLM applies a request's grammar from the first token; without it vLLM waits for its "
+                         "reasoning parser to read reasoning's end, which for some prompts happens only inside the call; "
+                         "it applies to every structured output, so a response_format/json_schema request then gets no reasoning")
     else:
         flags = ["--reasoning-parser response_template"] + (["--tool-call-parser response_template"] if calls else [])
         lines.append(" ".join(["python -m sglang.launch_server --model-path", model, *flags]))
@@ -89,7 +142,15 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
             lines.append("no --tool-call-parser: the template has no tool_calls field; SGLang answers every request with tools "
                          "with HTTP 400: clients must not send tools")
             return lines
-        lines.append(f"grammars for requests: `{grammar_cmd}` (Lark for --grammar-backend llguidance) or with --format structural-tag")
+        if why_not:
+            return lines
+        lines.append(f"grammars for requests: `{grammar_cmd}` as extra_body={{\"ebnf\": ...}} with tool_choice=\"auto\" "
+                     "(Lark: add --grammar-backend llguidance) or with --format structural-tag as response_format; SGLang refuses "
+                     "a grammar beside tool_choice=\"required\" or a named tool (HTTP 400): to require a call, use the grammar's "
+                     "--tool-choice required|NAME with tool_choice=\"auto\"")
+        if thinking:
+            lines.append("SGLang applies the grammar from the first token (it reads no literal reasoning end from the "
+                         "response_template), so the grammar covers reasoning too")
     if single_call(verdict):
         lines.append("parallel tool calls do not round-trip through this template: allow one call (the grammar's --no-parallel), "
                      "and do not rely on parallel_tool_calls=false, which vLLM refuses")

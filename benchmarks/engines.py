@@ -11,17 +11,22 @@ added tokens, as real vocabularies ship them):
 - vLLM's ``GuidanceBackend.compile_grammar`` compiles the token-aware Lark grammar;
 - every correct rendering of a call (the template's own, from verify) is accepted token by token by
   the compiled grammar and ends in an accepting state; a call to an unknown tool is rejected;
-- under the flags ``infer --serve vllm`` prints (``--reasoning-parser hf`` where the template has a
-  thinking field), the grammar form ``grammar --serve vllm`` prints is driven through vLLM's
-  ``StructuredOutputManager.accept_tokens`` with vLLM's own reasoning parser as the gate: the same
-  renderings are accepted and the grammar ends accepting;
+- under the flags ``infer --serve vllm`` prints (``--reasoning-parser hf`` and
+  ``enable_in_reasoning`` where the template has a thinking field), the grammar form ``grammar --serve
+  vllm`` prints is driven through vLLM's ``StructuredOutputManager.accept_tokens`` with vLLM's own
+  reasoning parser: the same renderings are accepted and the grammar ends accepting; for reference, the
+  after-reasoning form through vLLM's gate without ``enable_in_reasoning`` is counted too;
 - the structural tag (where the format has one) compiles in xgrammar and accepts the renderings;
 - the request shapes the README recommends pass vLLM's request checks (``ChatCompletionRequest``,
   ``OnlineRenderer.render_chat``'s tool-choice checks, the parser's ``adjust_request``,
-  ``SamplingParams._validate_structured_outputs``), and the ones it warns about are refused.
+  ``SamplingParams._validate_structured_outputs`` with the backend left at ``auto``, which must land a
+  grammar on ``guidance``), and the ones it warns about are refused.
 
-With ``--sglang``: the grammar compiles with SGLang's llguidance and the structural tags through
-SGLang's ``XGrammarGrammarBackend.dispatch_structural_tag``, accepting the same renderings.
+With ``--sglang`` the same through SGLang's code: grammars through its llguidance backend as an ``ebnf``
+request, under the reasoning gate its scheduler builds (``ReasonerGrammarBackend``, only where the
+``response_template`` reasoning parser yields end token ids: none of the corpus templates does), structural
+tags through ``XGrammarGrammarBackend.dispatch_structural_tag``, request shapes through
+``ChatCompletionRequest.to_sampling_params`` with the constraint its ``response_template`` tool parser derives.
 Prints one row per template and the totals."""
 
 from __future__ import annotations
@@ -78,6 +83,13 @@ def prepared(path: Path):
     except NoGrammar as e:
         return f"no grammar: {e}"
     return res, report, lay
+
+
+def in_reasoning_flag(template: dict) -> bool:
+    """Whether the flags ``infer --serve vllm`` prints set ``enable_in_reasoning``."""
+    from autoparser.serve import IN_REASONING, guidance
+
+    return any(IN_REASONING in line for line in guidance(template, "vllm"))
 
 
 def call_cases(report):
@@ -175,7 +187,11 @@ class VLLM:
                 if not isinstance(got, tuple):
                     raise ValueError(getattr(got, "error", got))
                 sp = seen["request"].to_sampling_params(max_tokens=16, default_sampling_params={})
-                sp._validate_structured_outputs(SimpleNamespace(is_diffusion=False), SimpleNamespace(backend="guidance"), hf)
+                # the printed flags leave vLLM's backend at "auto": a Lark grammar must land on guidance
+                sp._validate_structured_outputs(SimpleNamespace(is_diffusion=False), SimpleNamespace(backend="auto"), hf)
+                so = sp.structured_outputs
+                if so is not None and so.grammar and so._backend != "guidance":
+                    raise ValueError(f"backend auto chose {so._backend} for the grammar")
                 from vllm.v1.structured_output.backend_guidance import validate_guidance_grammar
                 import llguidance.hf
 
@@ -184,6 +200,78 @@ class VLLM:
             except Exception as e:  # noqa: BLE001 - any refusal is an HTTP 400 for the client
                 ok, err = False, f"{type(e).__name__}: {str(e)[:160]}"
             out.append((name, ok == want, err if ok != want else ""))
+        return out
+
+
+# ------------------------------------------------------------------------------------------------ SGLang
+class SGL:
+    """The same checks through SGLang's code: its llguidance backend (``ebnf`` requests), the reasoning
+    gate its scheduler builds (``ReasonerGrammarBackend``, only where the reasoning parser yields end
+    token ids), and its request conversion (``ChatCompletionRequest.to_sampling_params`` with the
+    tool-call constraint its ``response_template`` tool parser derives)."""
+
+    def __init__(self):
+        from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+        from sglang.srt.constrained.llguidance_backend import GuidanceBackend
+
+        self.Guidance, self.Invalid = GuidanceBackend, InvalidGrammarObject
+        self.gates = 0  # templates where SGLang's reasoning gate is on
+
+    def backend(self, hf):
+        from sglang.srt.constrained.reasoner_grammar_backend import ReasonerGrammarBackend
+        from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+        be = self.Guidance(hf, n_vocab=len(hf))
+        be.gate = None
+        if getattr(hf, "response_template", None) and "thinking" in (hf.response_template.get("fields") or {}):
+            rp = ReasoningParser(model_type="response_template", stream_reasoning=False, tokenizer=hf)
+            if rp.detector.get_think_end_token_ids(hf):  # as SGLang's scheduler decides
+                be.gate = ReasonerGrammarBackend(be, rp, hf)
+        return be
+
+    def compile(self, be, grammar: str, gated: bool = False):
+        obj = (be.gate if gated and be.gate else be)._init_value_dispatch(("ebnf", grammar), bool(gated and be.gate))
+        if obj is None or isinstance(obj, self.Invalid):
+            raise ValueError(f"SGLang refused the grammar: {getattr(obj, 'error_message', obj)}")
+        return obj
+
+    @staticmethod
+    def accepts(obj, ids) -> bool:
+        try:
+            for t in ids:
+                obj.accept_token(t)
+        except Exception:  # noqa: BLE001 - SGLang raises on a token the grammar rejects
+            return False
+        inner = getattr(obj, "grammar", obj)
+        if hasattr(obj, "_grammar_active") and not obj._grammar_active():
+            return False
+        return inner.ll_matcher.is_accepting() or inner.ll_matcher.is_stopped()
+
+    def gated(self, be, hf, grammar: str, prompt_ids, ids, reasoning: bool, names=(), in_reasoning: bool = False) -> tuple[bool, str]:
+        ok = self.accepts(self.compile(be, grammar, gated=reasoning), ids)
+        return ok, "" if ok else ("rejected (reasoning gate on)" if be.gate else "rejected (grammar from the first token)")
+
+    def request_checks(self, hf, template: dict, grammar: str | None) -> list[tuple[str, bool, str]]:
+        from autoparser.serve import sglang_request_shapes
+        from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+        from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+        hf.response_template = template
+        calls = "tool_calls" in (template.get("fields") or {})
+        out = []
+        msgs = [{"role": "user", "content": "Weather in Paris?"}]
+        for name, body, want in sglang_request_shapes(template, grammar, copy.deepcopy(VERIFY_TOOLS)):
+            try:
+                req = ChatCompletionRequest.model_validate({"model": "m", "messages": msgs, **body})
+                constraint = None
+                if calls and req.tools and req.tool_choice != "none":
+                    constraint = FunctionCallParser(req.tools, "response_template", tokenizer=hf).get_structure_constraint(
+                        req.tool_choice, parallel_tool_calls=req.parallel_tool_calls, thinking_mode=False)
+                req.to_sampling_params([], {}, constraint)
+                ok, err = True, ""
+            except Exception as e:  # noqa: BLE001 - a refusal is an HTTP 400
+                ok, err = False, f"{type(e).__name__}: {str(e)[:160]}"
+            out.append((name, ok == want, err if ok != want else "accepted, README says refused"))
         return out
 
 
@@ -233,11 +321,9 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--sglang", action="store_true", help="check with SGLang's code (run with SGLang's Python)")
     args = ap.parse_args(argv)
-    import llguidance
-    import llguidance.hf
 
-    vllm = None if args.sglang else VLLM()
-    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, in_reasoning=0, in_reasoning_ok=0,
+    engine = SGL() if args.sglang else VLLM()  # whose code runs the checks
+    tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, gate_only=0, gate_only_ok=0,
                st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
     rows = []
     for path in templates(args.only):
@@ -247,15 +333,14 @@ def main(argv=None) -> int:
                 print(f"  {path.stem:48} skipped: {got[:100]}")
             continue
         if not isinstance(got, tuple):  # no tool_calls field: what --serve tells clients must hold
-            if not args.sglang:
-                hf = byte_tokenizer(["<eos>"])
-                checks = vllm.request_checks(hf, got.template, None)
-                tot["requests"] += len(checks)
-                tot["requests_ok"] += sum(ok for _, ok, _ in checks)
-                tot["no_calls_templates"] += 1
-                for name, ok, err in checks:
-                    if not ok:
-                        print(f"  {path.stem}: request {name}: {err}")
+            hf = byte_tokenizer(["<eos>"])
+            checks = engine.request_checks(hf, got.template, None)
+            tot["requests"] += len(checks)
+            tot["requests_ok"] += sum(ok for _, ok, _ in checks)
+            tot["no_calls_templates"] += 1
+            for name, ok, err in checks:
+                if not ok:
+                    print(f"  {path.stem}: request {name}: {err}")
             continue
         res, report, lay = got
         a, template = res.analysis, res.template
@@ -267,17 +352,11 @@ def main(argv=None) -> int:
         form = grammar_form(template, "sglang" if args.sglang else "vllm")
         cases = call_cases(report)
         try:
-            if args.sglang:
-                lt = llguidance.hf.from_tokenizer(hf)
-                errs = [llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("lark", build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=o, **form)), lt)
-                        for o in {_opened(a, c.prompt) for c in cases}]
-                if any(errs):
-                    raise ValueError(next(e for e in errs if e))
-                compiled_ok = True
-            else:
-                be = vllm.backend(hf)
-                vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab))
-                compiled_ok = True
+            be = engine.backend(hf)
+            engine.compile(be, build(a, VERIFY_TOOLS, tokens=vocab))
+            compiled_ok = True
+            if args.sglang and be.gate:
+                engine.gates += 1
         except Exception as e:  # noqa: BLE001
             compiled_ok = False
             row["compiled"] = f"NO: {str(e)[:80]}"
@@ -290,36 +369,38 @@ def main(argv=None) -> int:
             opened = _opened(a, c.prompt)
             text = raw_unicode(c.generated)
             ids = hf.encode(text, add_special_tokens=False)
-            if args.sglang:
-                m = llguidance.LLMatcher(lt, llguidance.grammar_from("lark", build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), log_level=0)
-                good = all(m.consume_token(t) for t in ids) and m.is_accepting()
-            elif compiled_ok:
-                good = vllm.accepts(vllm.compile(be, build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
+            if compiled_ok:
+                good = engine.accepts(engine.compile(be, build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
             else:
                 good = False
             n, ok = n + 1, ok + good
             if not good:
                 fails.append(f"{c.name}: rejected {text[:120]!r}")
-            if "get_weather" in {x for x, _ in _calls(c)} and not c.history and compiled_ok and not args.sglang:
+            if "get_weather" in {x for x, _ in _calls(c)} and not c.history and compiled_ok:
                 un += 1
-                bad = vllm.accepts(vllm.compile(be, build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
+                bad = engine.accepts(engine.compile(be, build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened)), ids)
                 unr += not bad
-            if not args.sglang and compiled_ok:
+            if compiled_ok:
                 gn += 1
                 g = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, **form)
                 prompt_ids = hf.encode(c.prompt, add_special_tokens=False)
                 names = {x for x, _ in _calls(c)}
-                good, why = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"], names=names)
+                thinking = "thinking" in template["fields"]
+                flags = dict(reasoning=thinking, names=names, in_reasoning=False if args.sglang else in_reasoning_flag(template))
+                good, why = engine.gated(be, hf, g, prompt_ids, ids, **flags)
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
-                if "thinking" in template["fields"]:  # the alternative: vLLM's enable_in_reasoning and the full form
-                    full = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)
-                    tot["in_reasoning"] += 1
-                    tot["in_reasoning_ok"] += vllm.gated(be, hf, full, prompt_ids, ids, reasoning=True, names=names, in_reasoning=True)[0]
+                if thinking and not args.sglang:  # the alternative: no enable_in_reasoning, the after-reasoning form, vLLM's gate
+                    after = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, after_reasoning=True)
+                    tot["gate_only"] += 1
+                    ok_gate, why = engine.gated(be, hf, after, prompt_ids, ids, reasoning=True, names=names)
+                    tot["gate_only_ok"] += ok_gate
+                    if not ok_gate and args.verbose:
+                        print(f"  {path.stem}: {c.name} (after-reasoning form, vLLM's gate): {why}")
                 if "get_weather" in {x for x, _ in _calls(c)} and not c.history:
                     g = build(a, UNKNOWN_TOOLS, tokens=vocab, reasoning_open=opened, **form)
-                    bad, _ = vllm.gated(be, hf, g, prompt_ids, ids, reasoning="thinking" in template["fields"], names=names)
+                    bad, _ = engine.gated(be, hf, g, prompt_ids, ids, **flags)
                     tot["gated_unknown"] += 1
                     tot["gated_unknown_rejected"] += not bad
                     if bad:
@@ -354,27 +435,28 @@ def main(argv=None) -> int:
             row["st"] = f"{sok}/{sn}"
             tot["st_cases"] += sn
             tot["st_ok"] += sok
-        if not args.sglang:
-            checks = vllm.request_checks(hf, template, build(a, VERIFY_TOOLS, tokens=vocab, **form))
-            rok = sum(ok for _, ok, _ in checks)
-            row["requests"] = f"{rok}/{len(checks)}"
-            tot["requests"] += len(checks)
-            tot["requests_ok"] += rok
-            fails += [f"request {name}: {err}" for name, ok, err in checks if not ok]
+        checks = engine.request_checks(hf, template, build(a, VERIFY_TOOLS, tokens=vocab, **form))
+        rok = sum(ok for _, ok, _ in checks)
+        row["requests"] = f"{rok}/{len(checks)}"
+        tot["requests"] += len(checks)
+        tot["requests_ok"] += rok
+        fails += [f"request {name}: {err}" for name, ok, err in checks if not ok]
         rows.append(row)
         if args.verbose or fails:
             for f in fails[:40]:
                 print(f"  {path.stem}: {f}")
-    engine = "SGLang 0.5.23 (llguidance %s, xgrammar)" % _version("llguidance") if args.sglang else "vLLM %s (llguidance %s)" % (_version("vllm"), _version("llguidance"))
-    print(f"\n== engines: {engine} ==")
+    label = "SGLang 0.5.23 (llguidance %s, xgrammar)" % _version("llguidance") if args.sglang else "vLLM %s (llguidance %s)" % (_version("vllm"), _version("llguidance"))
+    print(f"\n== engines: {label} ==")
     print(f"{'template':48} {'compiles':8} {'accepted':>9} {'unknown':>8} {'served':>8} {'struct':>7} {'requests':>8}")
     for r in rows:
         print(f"{r['name'][:48]:48} {r['compiled'][:8]:8} {r['accepted']:>9} {r['unknown']:>8} {r['gated']:>8} {r['st']:>7} {r['requests']:>8}")
     print(f"\ngrammars compiled: {tot['compiled']}/{tot['templates']}; renderings accepted: {tot['accepted']}/{tot['cases']}; "
           f"unknown tool rejected: {tot['unknown_rejected']}/{tot['unknown']}; under the served flags: {tot['gated_ok']}/{tot['gated']} "
-          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; with enable_in_reasoning and the "
-          f"full form instead, on templates with reasoning: {tot['in_reasoning_ok']}/{tot['in_reasoning']}); "
-          f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
+          f"(unknown tool rejected {tot['gated_unknown_rejected']}/{tot['gated_unknown']}; "
+          + (f"SGLang's reasoning gate on for {engine.gates} of {tot['templates']} templates); " if args.sglang else
+             f"without enable_in_reasoning, the after-reasoning form through vLLM's gate, on templates with reasoning: "
+             f"{tot['gate_only_ok']}/{tot['gate_only']}); ")
+          + f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
           f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
           f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']} (with the {tot['no_calls_templates']} templates "
           f"without a tool_calls field)")

@@ -7,9 +7,11 @@ with ``pip install --target``, and this test runs it in a subprocess with that d
 path (one process cannot hold two versions of the extension). ``AUTOPARSER_LLGUIDANCE_OLD`` names another
 such directory. Without one the test skips with that reason, except under CI, where it fails.
 
-The vLLM test runs ``benchmarks/engines.py`` on a few corpus templates where vLLM is importable (its own
-virtualenv, not CI's): grammars compiled by its guidance backend, renderings accepted, the served form
-through its structured-output manager and reasoning parser, request shapes through its checks."""
+The vLLM and SGLang tests run ``benchmarks/engines.py`` on a few corpus templates where the engine is
+importable (its own virtualenv, not CI's; elsewhere they skip with that reason): grammars compiled by its
+backend, renderings accepted and unknown tools rejected, the served form under the flags ``--serve``
+prints (vLLM's structured-output manager and reasoning parser; SGLang's reasoning gate), request shapes
+through its checks."""
 
 from __future__ import annotations
 
@@ -111,6 +113,19 @@ def test_grammars_with_llguidance_vllm_pins(tmp_path):
     assert not bad, bad[:5]
 
 
+def _engine_totals(out: str) -> dict[str, tuple[int, int]]:
+    import re
+
+    last = out.strip().splitlines()[-1]
+    keys = ("grammars compiled", "renderings accepted", "unknown tool rejected", "under the served flags", "request shapes as the README says")
+    return {k: tuple(map(int, re.search(re.escape(k) + r": (\d+)/(\d+)", last).groups())) for k in keys}
+
+
+# Templates that exercise each form: reasoning opened by the prompt (Qwen3), none (Hermes 3), reasoning
+# that the call opener ends (Kimi K2 Thinking), and one where vLLM's gate opens inside the call (GLM-4.7).
+ENGINE_SAMPLE = ["Qwen-Qwen3-0.6B", "Hermes-3", "Kimi-K2-Thinking", "GLM-4.7-Flash"]
+
+
 def test_vllm_engine_check(capsys):
     pytest.importorskip("vllm", reason="vLLM is not installed here (run benchmarks/engines.py with the engines' Python)")
     if not TEMPLATES:
@@ -118,7 +133,20 @@ def test_vllm_engine_check(capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import engines
 
-    assert engines.main(["--only", "Qwen-Qwen3-0.6B", "Hermes-3", "Kimi-K2-Thinking"]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    nums = [tuple(map(int, part.split()[-1].split("/"))) for part in last.split(";")[1:4]]
-    assert all(a == b and b for a, b in nums), last
+    assert engines.main(["--only", *ENGINE_SAMPLE]) == 0
+    tot = _engine_totals(capsys.readouterr().out)
+    assert tot["grammars compiled"] == (4, 4), tot
+    assert all(a == b and b for a, b in tot.values()), tot
+
+
+def test_sglang_engine_check(capsys):
+    pytest.importorskip("sglang", reason="SGLang is not installed here (run benchmarks/engines.py --sglang with its Python)")
+    if not TEMPLATES:
+        pytest.skip(f"corpus not found at {SHARED}")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import engines
+
+    assert engines.main(["--sglang", "--only", *ENGINE_SAMPLE]) == 0
+    tot = _engine_totals(capsys.readouterr().out)
+    assert tot["grammars compiled"] == (4, 4), tot
+    assert all(a == b and b for a, b in tot.values()), tot

@@ -321,3 +321,88 @@ def test_api_and_cli(tmp_path, capsys, tokenizer):
     (tmp_path / "plain.jinja").write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
     assert main(["grammar", str(tmp_path / "plain.jinja"), "--tools", str(tmp_path / "tools.json")]) == 2
     assert "autoparser: error:" in capsys.readouterr().err
+
+
+# Formats whose values the parser delimits by text rather than by JSON: a value must not hold the text
+# that closes its call (the parser would end the call there), and the grammar must refuse it.
+CLOSERS = {
+    "LFM2.5-8B-A1B": ("city='Paris'", "city='Par), get_weather(is'"),  # pythonic: ')' then the next call
+    "wild/020-vedika-4-1-flash": ('city:<|"|>Paris<|"|>', 'city:<|"|>Pa<tool_call|>ris<|"|>'),  # dialect: the call's end
+    "meetkai-functionary-medium-v3.2": ('"city": "Paris"', '"city": "Pa>>>ris"'),  # recipient: the next header
+}
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+@pytest.mark.parametrize("name", sorted(CLOSERS))
+def test_value_cannot_close_its_call(name, tokenizer):
+    path = next((p for p in TEMPLATES if _id(p) == name), None)
+    if path is None:
+        pytest.skip(f"{name} not in the corpus")
+    src, res, report = _verified(path)
+    good, bad = CLOSERS[name]
+    case = next(c for c in report.cases if c.status == "pass" and c.name == "one call" and not c.history)
+    text = raw_unicode(case.generated)
+    assert good in text, text
+    grammar = build(res.analysis, VERIFY_TOOLS, reasoning_open=_opened(res.analysis, case.prompt))
+    assert accepts(tokenizer, grammar, text)
+    assert not accepts(tokenizer, grammar, text.replace(good, bad, 1))
+    # the same text with a harmless ')' or quote-free '<' in the value is accepted and parses back whole
+    harmless = text.replace(good, good.replace("Paris", "Pa)r<is"), 1)
+    assert accepts(tokenizer, grammar, harmless)
+    parsed = parse_response(harmless, res.template, prefix=case.prompt, tools=VERIFY_TOOLS)
+    assert _norm_calls(parsed["tool_calls"])[0]["arguments"]["city"] == "Pa)r<is"
+
+
+def test_recipient_messages(tokenizer):
+    """Recipient-headed replies (functionary v3.2): text under ``all``, calls under a tool's name, at
+    least one call with ``required``, none with ``none``, one with no-parallel; an unknown recipient is
+    refused."""
+    path = next((p for p in TEMPLATES if p.stem == "meetkai-functionary-medium-v3.2"), None)
+    if path is None:
+        pytest.skip("functionary v3.2 not in the corpus")
+    src, res, report = _verified(path)
+    a = res.analysis
+    call = 'get_weather\n{"city": "Paris"}'
+    text = "all\nLooking.>>>" + call + ">>>all\nDone.<|eot_id|>"
+    assert accepts(tokenizer, build(a, VERIFY_TOOLS), text)
+    assert accepts(tokenizer, build(a, VERIFY_TOOLS, tool_choice="required"), text)
+    assert not accepts(tokenizer, build(a, VERIFY_TOOLS, tool_choice="required"), "all\nNo call.<|eot_id|>")
+    assert not accepts(tokenizer, build(a, VERIFY_TOOLS, tool_choice="none"), text)
+    assert not accepts(tokenizer, build(a, VERIFY_TOOLS, parallel=False), call + ">>>" + call + "<|eot_id|>")
+    assert not accepts(tokenizer, build(a, VERIFY_TOOLS), 'delete_all\n{"x": 1}<|eot_id|>')
+    parsed = parse_response(text, res.template, prefix=report.cases[0].prompt, tools=VERIFY_TOOLS)
+    assert [c["name"] for c in _norm_calls(parsed["tool_calls"])] == ["get_weather"]
+
+
+@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+def test_no_value_ends_its_call_early(path, tokenizer):
+    """With markers matched as text, a string value may hold any text the grammar allows; every such
+    text built from the format's own markers (and a pythonic ``), f(``) either is refused or parses back
+    as the one call with that value: a value never ends its call early for the parser."""
+    src, res, report = _verified(path)
+    a = res.analysis
+    if report.per_field().get("tool_calls") != "pass":
+        pytest.skip("tool calls do not verify")
+    try:
+        lay = layout(a)
+        build(a, VERIFY_TOOLS)
+    except NoGrammar as e:
+        pytest.skip(f"no grammar: {e}")
+    case = next((c for c in report.cases if c.status == "pass" and c.name == "one call" and not c.history), None)
+    if case is None or "Paris" not in case.generated:
+        pytest.skip("no one-call rendering with the probe's city")
+    text = raw_unicode(case.generated)
+    grammar = build(a, VERIFY_TOOLS, reasoning_open=_opened(a, case.prompt))
+    wrong = []
+    for m in [*marker_texts(lay), ")", "), get_weather(", "\n", "}", "]", ">>>"]:
+        value = "Pa" + m + "ris"
+        candidate = text.replace("Paris", value, 1)
+        if not accepts(tokenizer, grammar, candidate):
+            continue
+        parsed = parse_response(candidate, res.template, prefix=case.prompt, tools=VERIFY_TOOLS)
+        calls = _norm_calls(parsed.get("tool_calls"))
+        args = calls[0]["arguments"] if len(calls) == 1 else None
+        if not (isinstance(args, dict) and args.get("city") == value):
+            wrong.append((m, parsed.get("tool_calls")))
+    assert not wrong, wrong[:3]

@@ -33,7 +33,9 @@ QWEN = """{%- for m in messages %}<|im_start|>{{ m.role }}
 
 def test_vllm_flags_follow_the_fields():
     lines = guidance(THINK_CALLS, "vllm", "m")
-    assert "vllm serve m --reasoning-parser hf --enable-auto-tool-choice --tool-call-parser hf" in lines
+    assert ("vllm serve m --reasoning-parser hf --enable-auto-tool-choice --tool-call-parser hf "
+            "--structured-outputs-config '{\"enable_in_reasoning\": true}'") in lines
+    assert "vllm serve m --enable-auto-tool-choice --tool-call-parser hf" in guidance(CALLS, "vllm", "m")
     text = "\n".join(lines)
     assert 'tool_choice="auto"' in text and "parallel_tool_calls=false" in text and "--serve vllm" in text
     plain = "\n".join(guidance(PLAIN, "vllm", "m"))
@@ -57,7 +59,8 @@ def test_request_shapes_say_what_vllm_refuses():
 
 
 def test_grammar_form_matches_the_flags():
-    assert grammar_form(THINK_CALLS, "vllm") == {"after_reasoning": True}
+    assert grammar_form(THINK_CALLS, "vllm") == {"after_reasoning": False}  # enable_in_reasoning: from the first token
+    assert grammar_form(THINK_CALLS, "sglang") == {"after_reasoning": False}  # SGLang's gate needs a literal end token
     assert grammar_form(CALLS, "vllm") == {"after_reasoning": False}
     assert grammar_form(THINK_CALLS, None) == {}
 
@@ -124,7 +127,9 @@ def test_cli_writes_tokens(tmp_path, capsys):
     assert main(["grammar", str(model), "--tools", str(tmp_path / "tools.json"), "--serve", "vllm"]) == 0
     out, err = capsys.readouterr()
     assert f"<[{ids['<tool_call>']}]>" in out and '"<tool_call>"' not in out and "matched as text" not in err
-    assert out.splitlines()[1] == "start: body"  # the served form: reasoning is open in the prompt, vLLM gates
+    assert out.splitlines()[1].startswith("start: think body")  # vLLM applies it from the first token: reasoning included
+    assert main(["grammar", str(model), "--tools", str(tmp_path / "tools.json"), "--after-reasoning"]) == 0
+    assert capsys.readouterr()[0].splitlines()[1] == "start: body"  # after a literal reasoning end: the reply itself
     (tmp_path / "t.jinja").write_text(QWEN)
     assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json")]) == 0
     out, err = capsys.readouterr()
@@ -148,3 +153,24 @@ def test_hub_source_brings_its_added_tokens(hub_env, fake_hub, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "<[151657]>" in r.stdout and "<[151658]>" in r.stdout and '"<tool_call>"' not in r.stdout
     assert "matched as text" not in r.stderr
+
+
+def test_serve_says_when_a_format_has_no_grammar():
+    """A format the grammar writers refuse (here: gpt-oss, whose content beside calls goes to the reasoning channel) gets one line saying so, and neither a
+    grammar command nor enable_in_reasoning; a format with a grammar gets no such line."""
+    from pathlib import Path
+
+    import autoparser
+
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "templates"
+    headed = corpus / "openai-gpt-oss-120b.jinja"
+    if not headed.is_file():
+        pytest.skip(f"corpus not found at {corpus}")
+    res = autoparser.infer_result(headed.read_text(encoding="utf-8"), {"bos_token": "<s>", "eos_token": "</s>"})
+    for server in ("vllm", "sglang"):
+        lines = guidance(res.template, server, "m", analysis=res.analysis)
+        said = [line for line in lines if line.startswith("no grammar for this tool-call format")]
+        assert len(said) == 1 and "reasoning channel" in said[0]
+        assert not any("autoparser grammar" in line or "enable_in_reasoning" in line for line in lines)
+    qwen = autoparser.infer_result(QWEN, {})
+    assert not any(line.startswith("no grammar") for line in guidance(qwen.template, "vllm", "m", analysis=qwen.analysis))

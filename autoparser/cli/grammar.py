@@ -23,8 +23,8 @@ def add_arguments(p) -> None:
     p.add_argument("--format", default="lark", choices=["lark", "structural-tag"])
     p.add_argument("--reasoning-open", choices=["yes", "no"], help="whether the prompt leaves reasoning open (default: as the generation prompt does)")
     p.add_argument("--serve", choices=["vllm", "sglang"], help="the form for a server run with the flags `infer --serve` prints "
-                   "(a reasoning parser gates the grammar: it starts where reasoning ends)")
-    p.add_argument("--after-reasoning", action="store_true", help="the form that starts where reasoning ends (what --serve picks for a template with reasoning)")
+                   "(both then apply the grammar from the first token: it covers reasoning)")
+    p.add_argument("--after-reasoning", action="store_true", help="the form that starts where reasoning ends, for an engine that applies the grammar only after a literal reasoning end")
     p.add_argument("--tokenizer", help="tokenizer.json, tokenizer_config.json or a directory with them: markers that are its added tokens are written as tokens")
     p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
     p.add_argument("--revision", help="Hub revision")

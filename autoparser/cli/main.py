@@ -48,7 +48,7 @@ def _cmd_infer(args) -> int:
         from ..serve import guidance
 
         model = "MODEL" if Path(args.source).is_file() else args.source
-        for line in guidance(res.template, args.serve, model, verdict=res.verdict):
+        for line in guidance(res.template, args.serve, model, verdict=res.verdict, analysis=res.analysis):
             print(f"serve: {line}", file=sys.stderr)
     return 1 if args.strict and res.verdict and res.verdict["status"] != "full" else 0
 

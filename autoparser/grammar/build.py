@@ -31,7 +31,8 @@ def build(analysis, tools, *, tool_choice: str = "auto", parallel: bool = True, 
           tokens: dict[str, int] | None = None, after_reasoning: bool = False):
     """The grammar for an Analysis already known to verify: Lark text or a structural_tag dict.
     ``tokens``: the tokenizer's added tokens (Lark only; structural tags match markers as text);
-    ``after_reasoning``: the form an engine with a reasoning parser applies (see ``lark_grammar``)."""
+    ``after_reasoning``: the form for an engine that applies the grammar only after a literal reasoning
+    end (see ``lark_grammar``; neither engine under the flags ``--serve`` prints)."""
     if format not in FORMATS:
         raise NoGrammar(f"unknown grammar format {format!r} (one of {', '.join(FORMATS)})")
     lay = layout(analysis, reasoning_open=reasoning_open)
@@ -54,8 +55,9 @@ def grammar(chat_template: str, tools: list, *, tool_choice: str = "auto", paral
     ``reasoning_open``: whether the prompt left a reasoning block open (default: as the template's
     generation prompt does). ``tokens``: the tokenizer's added tokens (text -> id, e.g.
     ``tokenizer.get_added_vocab()``): markers that are tokens are written as tokens; without it they
-    are matched as text. ``after_reasoning``: the form for a server whose reasoning parser gates the
-    grammar (vLLM ``--reasoning-parser hf``, SGLang ``--reasoning-parser response_template``).
+    are matched as text. ``after_reasoning``: the form for an engine that applies the grammar only once
+    its reasoning parser read reasoning's end (vLLM without ``enable_in_reasoning``); the flags
+    ``serve`` prints make both vLLM and SGLang apply it from the first token, where the default fits.
     Where the verdict says parallel calls do not round-trip, one call only.
     Raises ``NoGrammar`` with the reason when the format cannot be constrained."""
     from ..pipeline import infer_result

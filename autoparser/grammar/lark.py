@@ -3,8 +3,10 @@
 Free text runs in lazy lexemes that end at the first tool-call trigger or end marker, so text
 before a call can never contain the call's opener (the response_template opens a call there too).
 Arguments are ``%json`` with each tool's schema; tagged arguments are one rule per parameter in the
-schema's order, a string value raw up to the value's end marker, other values JSON. Whitespace between
-structural parts is free, as the parser's patterns allow.
+schema's order, a string value raw up to the value's end marker, other values JSON. Pythonic calls and
+JSON dialects write their values with rules of their own (a value never holds the text that closes its
+call for the parser); recipient-headed replies are runs of messages, each up to the next header.
+Whitespace between structural parts is free where the parser's patterns allow it.
 
 Markers are text unless the tokenizer is known (``tokens``: its added tokens, text -> id): llguidance
 treats every added token as special, so a marker that is one is written in its token syntax
@@ -97,6 +99,7 @@ class _Writer:
         self.lay, self.fns, self.choice, self.parallel = lay, fns, tool_choice, parallel
         self.tok, self.after_reasoning = tokens, after_reasoning
         self.rules: list[str] = []
+        self._vstyle: dict | None = None
 
     def rule(self, text: str) -> None:
         if text not in self.rules:  # a section written twice (two start forms) defines its calls once
@@ -105,15 +108,17 @@ class _Writer:
     def lit(self, text: str) -> str:
         return self.tok.seq(text)
 
-    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=()) -> str:
+    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=(), never_text=()) -> str:
         """Rule ``name``: [whitespace and ``lead``] free text, then one of ``markers``. The text is lazy
         (it ends at the first marker); ``first``: a regex the text must start with. A marker that
         holds an added token is reached by a free-text lexeme that cannot spell it, then its tokens.
-        ``avoid``: other markers at this place the text must not spell where they are tokens."""
+        ``avoid``: other markers at this place the text must not spell where they are tokens;
+        ``never_text``: markers the text must not hold at all (tokens or not)."""
         markers = [m for m in dict.fromkeys(markers) if m]
         tokened = [m for m in markers if self.tok.has(m)]
         plain = [m for m in markers if m not in tokened]
-        spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)]
+        spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)] + [m for m in never_text if m]
+        spelt = list(dict.fromkeys(spelt))
         never = f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in spelt)})(?s:.*)/" if spelt else ""
         if not tokened and not self.tok.has(lead) and not never:
             head = f"{WS_CHARS}*{rx(lead)}" if lead else ""
@@ -165,7 +170,7 @@ class _Writer:
                 suffix = suffix.replace("true", "false")  # DeepSeek V3.2: string="false" on non-strings
             head = self.lit(lay.key_prefix + key + suffix)
             if _is_string(sub):
-                self.upto(f"{name}_v", [lay.value_suffix])
+                self.upto(f"{name}_v", [lay.value_suffix], never_text=self.closers())
                 self.rule(f"{name}: {head} {name}_v")
             elif isinstance(sub, dict) and sub.get("type") == "boolean":
                 self.rule(f"{name}: {head} WS? /(true|false|True|False)/ WS? {self.lit(lay.value_suffix)}")
@@ -176,14 +181,180 @@ class _Writer:
             out.append(f"({sep}WS? {name})" + ("" if key in required else "?"))
         return " ".join(out)
 
+    def value_style(self, *, quote: tuple = (), unquoted: bool = False, never=(), never_rx: str = "") -> None:
+        """The base rules ``schema_value`` writes values with, for formats whose parser closes a call at
+        a text it does not read as JSON (so a string must never hold it): strings raw between custom
+        ``quote``s (a JSON dialect; lazily to the closing quote) or JSON strings, none holding a text in
+        ``never`` or matching ``never_rx``; object keys unquoted where the dialect writes them so."""
+        if self._vstyle is not None:
+            return
+        if quote:
+            self.rule(f"vstr: {self.lit(quote[0])} {self.upto('vstr_text', [quote[1]], never_text=never)}")
+            string = "vstr"
+        else:
+            alts = [rx(m) for m in never if m] + ([never_rx] if never_rx else [])
+            neg = f" & ~/(?s:.*)(?:{'|'.join(alts)})(?s:.*)/" if alts else ""
+            self.rule('VSTR: /"(?:[^"\\\\\\x00-\\x1f]|\\\\.)*"/' + neg)
+            string = "VSTR"
+        self.rule(r"VNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
+        self.rule("VCONST: /(?:true|false|null)/")
+        key = "VKEY" if unquoted else string
+        if unquoted:
+            self.rule("VKEY: /[A-Za-z_][A-Za-z0-9_]*/")
+        self.rule(f"vval: {string} | VNUM | VCONST | vlist | vobj")
+        self.rule('vlist: "[" WS? (vval (WS? "," WS? vval)*)? WS? "]"')
+        self.rule(f'vobj: "{{" WS? ({key} WS? ":" WS? vval (WS? "," WS? {key} WS? ":" WS? vval)*)? WS? "}}"')
+        self._vstyle = {"quote": tuple(quote) or ('"', '"'), "unquoted": unquoted, "string": string, "never": [*never]}
+
+    def schema_value(self, name: str, schema) -> str:
+        """A value following ``schema`` in the style ``value_style`` set: object keys in the schema's
+        order or sorted (templates that sort keys write them sorted), only the listed ones; values
+        without a schema are any value of the style. Bounds, patterns and formats are not stated (the
+        strings' own rule is what keeps the parser reading the call whole)."""
+        st = self._vstyle
+        q0, q1 = st["quote"]
+        t = schema.get("type") if isinstance(schema, dict) else None
+        if t == "string":
+            enum = schema.get("enum")
+            if isinstance(enum, list) and enum and all(isinstance(e, str) and e.isprintable() and q1 not in e and "\\" not in e
+                                                       and not any(m in e for m in st["never"]) for e in enum):
+                return "(" + " | ".join(self.lit(q0 + e + q1) for e in enum) + ")"
+            return st["string"]
+        if t == "integer":
+            return "/-?[0-9]+/"
+        if t == "number":
+            return "VNUM"
+        if t == "boolean":
+            return "/(?:true|false)/"
+        if t == "null":
+            return '"null"'
+        if t == "array" and isinstance(schema.get("items"), dict):
+            item = self.schema_value(f"{name}_i", schema["items"])
+            self.rule(f'{name}: "[" WS? ({item} (WS? "," WS? {item})*)? WS? "]"')
+            return name
+        props = schema.get("properties") if t == "object" and isinstance(schema.get("properties"), dict) else None
+        if not props:
+            return {"array": "vlist", "object": "vobj"}.get(t, "vval")
+        required = set(schema.get("required") or [])
+        items = []
+        for k, (key, sub) in enumerate(props.items()):
+            head = self.lit(key if st["unquoted"] else json.dumps(key, ensure_ascii=False))
+            self.rule(f"{name}_{k}: {head} WS? \":\" WS? {self.schema_value(f'{name}_{k}v', sub)}")
+            items.append((key, f"{name}_{k}", key in required))
+        orders = [items]
+        if sorted(items) != items:
+            orders.append(sorted(items))
+        alts = [self._comma_seq([(n, req) for _, n, req in order]) or "WS?" for order in orders]
+        self.rule(f'{name}: "{{" WS? (' + " | ".join(alts) + ') WS? "}"')
+        return name
+
+    @staticmethod
+    def _comma_seq(items) -> str:
+        """``items`` (rule, required) in order, a comma only between the ones written."""
+        def rest(k):
+            return " ".join(f'(WS? "," WS? {n})' + ("" if req else "?") for n, req in items[k:])
+
+        def first(k):
+            if k == len(items):
+                return ""
+            n, req = items[k]
+            head = f"{n} {rest(k + 1)}".strip()
+            if req:
+                return head
+            tail = first(k + 1)
+            return f"({head} | {tail})" if tail else f"({head})?"
+
+        return first(0)
+
+    def py_lexemes(self) -> None:
+        """Python literals as the parser reads a pythonic value: quoted strings (no text that would close
+        the call inside them), numbers, constants, and lists/dicts of them."""
+        lay = self.lay
+        name = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+        closes = [rf",{WS_CHARS}*{name}\("] + ([f"{WS_CHARS}*{rx(lay.section_end)}"] if lay.section_end else [])
+        self._py_close = rf"\)(?:{'|'.join(closes)})"
+        never = rf" & ~/(?s:.*){self._py_close}(?s:.*)/"
+        for rule, q in (("PYQ", "'"), ("PYD", '"')):
+            self.rule(f"{rule}: /{q}(?:[^{q}\\\\]|\\\\(?s:.))*{q}/{never}")
+        self.rule(r"PYNUM: /-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/")
+        self.rule("PYCONST: /(?:True|False|None|true|false|null)/")
+        self.rule("py_val: PYQ | PYD | PYNUM | PYCONST | py_list | py_dict")
+        self.rule('py_list: "[" WS? (py_val (WS? "," WS? py_val)*)? WS? "]"')
+        self.rule('py_dict: "{" WS? (py_kv (WS? "," WS? py_kv)*)? WS? "}"')
+        self.rule('py_kv: (PYQ | PYD) WS? ":" WS? py_val')
+
+    def py_value(self, name: str, sub: dict) -> str:
+        """One pythonic value of schema ``sub``: scalars by their type, strings in the template's quote,
+        lists and dicts as Python literals (JSON is one too; their items unconstrained), or every value
+        as JSON where the template writes them with ``tojson``."""
+        lay = self.lay
+        self.py_lexemes()
+        t = sub.get("type") if isinstance(sub, dict) else None
+        if lay.py_json:  # JSON values (tojson), whose strings must not close the call either
+            self.value_style(never_rx=self._py_close)
+            return self.schema_value(f"{name}_v", sub or {})
+        if t == "string":
+            enum = sub.get("enum")
+            if isinstance(enum, list) and enum and all(isinstance(e, str) and lay.py_quote not in e and "\\" not in e for e in enum):
+                return "(" + " | ".join(lit(lay.py_quote + e + lay.py_quote) for e in enum) + ")"
+            return "PYQ" if lay.py_quote == "'" else "PYD"
+        if t == "integer":
+            return "/-?[0-9]+/"
+        if t == "number":
+            return "PYNUM"
+        if t == "boolean":
+            return "/(?:True|False|true|false)/"
+        if t == "null":
+            return "/(?:None|null)/"
+        return {"array": "py_list", "object": "py_dict"}.get(t, "py_val")  # JSON or Python literals alike
+
+    def py_args(self, i: int) -> str:
+        """``key=value`` pairs of tool ``i`` in the schema's order, commas only between pairs written."""
+        schema = parameters(self.fns[i])
+        props = list((schema.get("properties") or {}).items())
+        required = set(schema.get("required") or [])
+        items = []
+        for k, (key, sub) in enumerate(props):
+            name = f"p{i}_{k}"
+            self.rule(f"{name}: {self.lit(key + '=')} {self.py_value(name, sub)}")  # the parser reads no space after '='
+            items.append((name, key in required))
+
+        return self._comma_seq(items)
+
+    def closers(self) -> list[str]:
+        """The texts that end a call (its end, the section's, the next call's opener, reasoning's opener,
+        the turn's end) and each one's first chunk (``</function>`` of ``</function>\n</tool_call>``):
+        a value holding one would end the call early where the parser does not read the value whole.
+        Marker text that is an added token needs no such care (a value's lexeme never holds a token)."""
+        lay, out = self.lay, []
+        opener = lay.header[0] if lay.header and isinstance(lay.header[0], str) else ""
+        for m in (lay.call_end, lay.section_end, lay.trigger, opener, lay.reasoning_start, *lay.ends):
+            m = m.strip()
+            if m:
+                out += [m, m.split()[0]]
+        return [m for m in dict.fromkeys(out) if not self.tok.has(m)]
+
     def call(self, i: int, drop: str = "") -> str:
         """Rule name for one tag-format call of tool ``i``."""
         lay = self.lay
         name = f"call{i}{'_first' if drop else ''}"
         if lay.kind == "tagged_json":
             args = f"WS? args{i}"
-            if not drop:
+            if not drop and self.closers():
+                # the closer is text a JSON string could hold: strings by rules that cannot hold it
+                self.value_style(never=self.closers())
+                self.rule(f"args{i}: {self.schema_value(f'j{i}', parameters(self.fns[i]))}")
+            elif not drop:
                 self.rule(f"args{i}: {json_rule(parameters(self.fns[i]))}")
+        elif lay.kind == "tagged_dialect":
+            args = f"WS? args{i}"
+            if not drop:
+                self.value_style(quote=lay.dialect_quote, unquoted=lay.dialect_unquoted, never=[lay.call_end])
+                self.rule(f"args{i}: {self.schema_value(f'd{i}', parameters(self.fns[i]))}")
+        elif lay.kind == "pythonic":
+            args = f"WS? args{i}"
+            if not drop:
+                self.rule(f"args{i}: {self.py_args(i) or 'WS?'}")
         else:
             args = f"args{i}"
             if not drop:
@@ -203,6 +374,8 @@ class _Writer:
         """The tool-call section after the trigger (``consumed``) or from its start."""
         lay, many = self.lay, self.parallel
         sep = f"WS? {self.lit(lay.separator)} " if lay.separator else ""
+        if lay.kind == "pythonic":  # the parser reads the next call only where its comma follows the ")"
+            sep = f"{self.lit(lay.separator)} "
         if lay.kind in ("json_array", "json_key"):
             obj = self.call_object()
             head = "" if consumed or not lay.call_start else f"WS? {self.lit(lay.call_start)} "
@@ -228,10 +401,51 @@ class _Writer:
             first = f"WS? {full}"
         more = f" ({sep}WS? {full})*" if many else ""
         end = f" WS? {self.lit(lay.section_end)}" if lay.section_end else ""
+        if lay.section_end and not lay.section_start:
+            # A closer with no opener is the turn's tail after the calls, and text may come before it
+            # (content written after the calls, as the parser reads it).
+            end = f" {self.upto('after_calls', [lay.section_end], never_text=[lay.trigger])}"
         return first + more + end
+
+    def write_recipient(self) -> str:
+        """Messages under headers: text under a content word, JSON arguments under a tool's name. A
+        message runs to the next header marker or the end, so text cannot contain the marker; text is
+        lazy up to that marker (a greedy lexeme would swallow the marker's first characters)."""
+        lay, hs, he = self.lay, self.lay.trigger, self.lay.header[1]
+        self.rule("WS: /[ \\t\\r\\n]+/")
+        word = "(" + " | ".join(self.lit(w + he) for w in lay.head_words) + ")"
+        h = self.lit(hs)
+        self.rule(f"said_mid: {word} {self.upto('mid_text', [hs], avoid=lay.ends)}")
+        avoid = [hs, *lay.ends]
+        self.rule(f"MTEXT: /(?s:.+)/ & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/")
+        self.rule(f"said_last: {word} ({self.upto('last_text', lay.ends, avoid=[hs])} | MTEXT?)")
+        mids, lasts = [], []
+        for i, fn in enumerate(self.fns):
+            self.value_style(never=[hs, *lay.ends])  # the parser ends a message at the next header
+            self.rule(f"args{i}: {self.schema_value(f'a{i}', parameters(fn))}")
+            self.rule(f"call{i}: {self.lit(fn['name'] + he)} WS? args{i} WS?")
+            mids.append(f"call{i} {h}")
+            lasts.append(f"call{i}")
+        self.rule("call_mid: " + " | ".join(mids))
+        self.rule("end: " + " | ".join(self.lit(e) for e in lay.ends))
+        self.rule("call_last: (" + " | ".join(lasts) + ") end?")
+        if self.choice == "none":
+            body = "said_mid* said_last"
+        elif self.parallel and self.choice == "auto":
+            body = "(said_mid | call_mid)* (said_last | call_last)"
+        elif self.parallel:
+            body = "said_mid* (call_mid (said_mid | call_mid)* (said_last | call_last) | call_last)"
+        elif self.choice == "auto":
+            body = "said_mid* (call_mid said_mid* said_last | call_last | said_last)"
+        else:
+            body = "said_mid* (call_mid said_mid* said_last | call_last)"
+        start = body if lay.head_open else f"{h} {body}"
+        return "%llguidance {}\nstart: " + start + "\n" + "\n".join(self.rules) + "\n"
 
     def write(self) -> str:
         lay = self.lay
+        if lay.kind == "recipient":
+            return self.write_recipient()
         self.rule("WS: /[ \\t\\r\\n]+/")
         ends = list(lay.ends)
         self.rule("tail: WS? end?" if ends or lay.content_start else "tail: WS?")
@@ -337,7 +551,7 @@ def lark_grammar(lay: Layout, fns: list[dict], *, tool_choice: str = "auto", par
 
     ``tokens``: the tokenizer's added tokens (text -> id), written in token syntax where a marker is
     one. ``after_reasoning``: the form for an engine that applies the grammar only once its reasoning
-    parser has seen reasoning end (vLLM and SGLang with a reasoning parser): where the prompt leaves
+    parser has seen reasoning end (vLLM without ``enable_in_reasoning``): where the prompt leaves
     reasoning open, the grammar starts after the reasoning's end instead of inside it."""
     if not fns:
         raise NoGrammar("no tools to call")

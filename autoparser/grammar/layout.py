@@ -31,7 +31,10 @@ class Layout:
 
     ``kind``: ``json`` (each call one JSON object), ``json_array`` (one array of call objects),
     ``json_key`` (an array of ``{name: args}``), ``tagged_json`` (a header naming the tool, then JSON
-    arguments), ``tagged_kv`` (a header, then one tagged key/value pair per argument)."""
+    arguments), ``tagged_kv`` (a header, then one tagged key/value pair per argument), ``pythonic``
+    (``NAME(key=value, …)`` in a marked section: values are Python literals), ``tagged_dialect`` (a
+    header, then arguments in a JSON dialect: unquoted keys, strings between custom quotes), ``recipient`` (a run of
+    messages under ``>>>RECIPIENT\n`` headers: ``all`` for text, a tool name for JSON arguments)."""
 
     kind: str
     trigger: str = ""  # literal text where tool calling starts ("" = only at the start of the reply)
@@ -56,6 +59,12 @@ class Layout:
     reasoning_end: str = ""
     reasoning_open: bool = False  # the generation prompt opened the reasoning block
     reasoning_implicit_end: bool = False  # the call's opener also ends reasoning (as the parser reads it)
+    head_words: tuple[str, ...] = ()  # recipient: the header words of content messages ("all")
+    head_open: bool = False  # recipient: the generation prompt wrote the first message's header marker
+    dialect_quote: tuple = ()  # tagged_dialect: (open, close) of strings, written raw between them
+    dialect_unquoted: bool = False  # tagged_dialect: object keys without quotes
+    py_quote: str = ""  # pythonic: the quote the template writes strings in
+    py_json: bool = False  # pythonic: values written as JSON (``tojson``)
     content_start: str = ""  # content wrapped in its own markers
     content_end: str = ""
     ends: tuple[str, ...] = field(default_factory=tuple)  # end-of-turn markers
@@ -126,7 +135,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         raise NoGrammar("not covered: " + "; ".join(t.uncovered))
     headed = getattr(t, "headed", None)
     if headed is not None and headed.kind:
-        raise NoGrammar(f"replies made of headed messages ({headed.kind}) are not constrained yet")
+        return _headed(a, headed)
     unknown = [f.name for f in fields(t) if f.name not in KNOWN_TOOL_FIELDS and getattr(t, f.name) != f.default]
     if unknown:  # a format detail added to the analysis after this writer: it may change what calls look like
         raise NoGrammar(f"tool-call format detail {', '.join(unknown)} is not constrained yet")
@@ -159,10 +168,13 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         return Layout(kind, trigger=start, call_start=start, call_end=t.call_end.strip(), separator=t.call_separator.strip(),
                       call_start_raw=t.call_start, call_end_raw=t.call_end,
                       first_key=t.first_key, extra_key=extra, **paths, **common)
-    if args.kind == "pythonic":
-        raise NoGrammar("pythonic calls are not constrained yet (their argument values are Python literals)")
-    if args.kind == "json" and (args.unquoted_keys or args.string_delims):
-        raise NoGrammar("arguments are written in a JSON dialect (unquoted keys or custom string quotes) that %json cannot describe")
+    pythonic = args.kind == "pythonic"
+    if pythonic and not (t.name_suffix == "(" and t.call_end.strip() == ")" and args.key_suffix.strip() == "=" and not args.key_prefix.strip()):
+        raise NoGrammar("pythonic calls not written NAME(key=value, …)")
+    dialect = args.kind == "json" and bool(args.unquoted_keys or args.string_delims)
+    delims = tuple(tuple(d) for d in args.string_delims or ())
+    if dialect and (len(delims) > 1 or any(len(d) != 2 or not d[0] or not d[1] for d in delims)):
+        raise NoGrammar("arguments are written in a JSON dialect with several string quotes")
     header = header_items(t.header_pattern)
     if NAME not in header:
         raise NoGrammar("the call header carries no tool name")
@@ -171,14 +183,36 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
     if not trigger:
         raise NoGrammar("a call starts without a literal marker, so free text cannot stop at it")
     kv = {}
-    if args.kind != "json":
+    if dialect:
+        kv = dict(dialect_quote=delims[0] if delims else ('"', '"'), dialect_unquoted=bool(args.unquoted_keys))
+    if pythonic:
+        delims = tuple(tuple(d) for d in (args.string_delims or ()) if len(d) == 2 and len(d[0]) == 1 and d[0] == d[1])
+        kv = dict(key_suffix="=", arg_separator=",", py_quote=delims[0][0] if delims else '"', py_json=bool(args.json_values))
+    elif args.kind != "json":
         if not (args.key_prefix.strip() and args.value_suffix.strip()):
             raise NoGrammar("tagged arguments without key and value markers")
         kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
-    return Layout("tagged_json" if args.kind == "json" else "tagged_kv", trigger=trigger, section_start=section,
+    kind = "pythonic" if pythonic else "tagged_dialect" if dialect else "tagged_json" if args.kind == "json" else "tagged_kv"
+    return Layout(kind, trigger=trigger, section_start=section,
                   section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
                   call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)
+
+
+def _headed(a: Analysis, h) -> Layout:
+    """A reply made of recipient-headed messages (``>>>all`` text, ``>>>NAME`` JSON arguments), as the
+    emitter parses it: each message ends at the next header or an end marker."""
+    if h.kind != "recipient":
+        raise NoGrammar(f"replies made of headed messages ({h.kind}) are not constrained yet")
+    if a.reasoning.mode != "NONE" or h.reasoning_words:
+        raise NoGrammar("replies made of headed messages with reasoning are not constrained yet")
+    if not (h.header_start.strip() and h.header_end and h.content_words and h.ends):
+        raise NoGrammar("replies made of headed messages without literal headers and end markers")
+    if a.tools.arguments.kind != "json":
+        raise NoGrammar("replies made of headed messages whose arguments are not JSON")
+    opened = a.turn.generation_prompt.endswith(h.header_start)
+    return Layout("recipient", trigger=h.header_start, header=(NAME, h.header_end), ends=tuple(h.ends),
+                  content_start=h.header_start, content_end="", reasoning_open=False, head_words=tuple(h.content_words), head_open=opened)
 
 
 def select_tools(tools: list, tool_choice: str) -> list[dict]:
