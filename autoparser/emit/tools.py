@@ -5,7 +5,7 @@ from __future__ import annotations
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from ..analysis.diff import markers
+from ..analysis.diff import MARKER, markers
 
 def then_space(*alternatives: str) -> str:
     r"""A close pattern that also takes the whitespace after the region it ends: whitespace between a
@@ -30,9 +30,73 @@ def literals(marks) -> list[str]:
 
 
 def _flex(literal: str) -> str:
-    """Regex for a literal marker run, with any whitespace where the template put whitespace."""
-    parts = re.split(r"(\s+)", literal)
-    return "".join(r"\s*" if p.isspace() else re.escape(p) for p in parts if p)
+    r"""Regex for a literal marker run: any whitespace (or none) where the template put whitespace, and
+    any between two markers the template wrote adjacent (``</function></tool_call>``): models and
+    detokenizers add and drop whitespace at marker boundaries (docs/FORMATS.md §7b)."""
+    out, i, n = [], 0, len(literal)
+    ends = {m.end() for m in MARKER.finditer(literal)}
+    starts = {m.start() for m in MARKER.finditer(literal)}
+    while i < n:
+        if literal[i].isspace():
+            j = i
+            while i < n and literal[i].isspace():
+                i += 1
+            # Between two words (``<call name=``) whitespace stays required.
+            out.append(r"\s+" if j and i < n and literal[j - 1].isalnum() and literal[i].isalnum() else r"\s*")
+            continue
+        if i and not literal[i - 1].isspace() and ((i in ends and literal[i] in "<[") or (i in starts and literal[i - 1] in ">]")):
+            out.append(r"\s*")
+        out.append(re.escape(literal[i]))
+        i += 1
+    return "".join(out)
+
+
+# One atom of a regex pattern: an escape, a character class, a group opening, or one character.
+_ATOM = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\(\?(?:P<\w+>|P=\w+\)|&\w+\)|<[=!]|[:=!>]|[\w-]+[:)])?|\{\d*,?\d*\}|.", re.S)
+_WS_ESC = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\ ": " ", "\\\n": "\n", "\\\t": "\t", "\\\r": "\r"}
+
+
+def flex_pattern(pattern: str) -> str:
+    r"""``_flex`` applied to every run of literal text in a regex (a call header built by the analysis:
+    ``<tool_call>\n<function=(?P<name>…)>``): whitespace in it becomes ``\s*``, adjacent markers get
+    ``\s*`` between them, and so does a marker next to a name or id capture (``<tool_call>  name``).
+    Never at the pattern's start (a leading ``\s*`` is tried at every space of prose)."""
+    atoms = _ATOM.findall(pattern)
+    out: list[str] = []
+    run: list[str] = []  # the literal text of the current run
+
+    def literal(a: str) -> str | None:
+        if a in _WS_ESC:
+            return _WS_ESC[a]
+        if len(a) == 2 and a[0] == "\\" and not a[1].isalnum():
+            return a[1]
+        if len(a) == 1 and a not in "()[]{}|^$.?*+\\":
+            return a
+        return None
+
+    def flush(before_group: bool) -> None:
+        if not run:
+            return
+        text = "".join(run)
+        body = _flex(text)
+        if out and out[-1] == ")" and MARKER.match(text):
+            body = r"\s*" + body
+        if before_group and any(m.end() == len(text) for m in MARKER.finditer(text)):
+            body += r"\s*"
+        out.append(body)
+        run.clear()
+
+    for k, a in enumerate(atoms):
+        nxt = atoms[k + 1] if k + 1 < len(atoms) else ""
+        lit = literal(a)
+        quantified = bool(nxt) and (nxt[0] in "?*+" or (nxt.startswith("{") and nxt.endswith("}")))
+        if lit is not None and not quantified:
+            run.append(lit)
+            continue
+        flush(a.startswith("(?P<"))
+        out.append(a)
+    flush(False)
+    return "".join(out)
 
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -190,7 +254,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
-    header = t.header_pattern
+    header = flex_pattern(t.header_pattern)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
@@ -206,9 +270,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
         # ends where the next call's token begins (Kimi K2 Thinking).
-        field["close_pattern"] = then_space(esc(ce)) + f"|(?={esc(lead.group(0))})"
+        field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
-        field["close_pattern"] = then_space(esc(ce))
+        field["close_pattern"] = then_space(_flex(ce))
     else:
         # No close marker: a call ends where the next call (after its separator), the section's end,
         # another field, or the turn's end begins.
