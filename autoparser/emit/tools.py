@@ -285,6 +285,12 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["close_pattern"] = "|".join(alts)
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
+    if ce and t.arguments.kind != "json":
+        # Tagged arguments cut off before the call's own close (a token limit) are no call: the text stays
+        # in content, visible, rather than a call whose unfinished argument tag is dropped. (JSON
+        # arguments are checked for a complete value instead: ``never_raises``.)
+        ahead = [space_before_tokens(_flex(ce))] + ([esc(lead.group(0))] if lead and SPECIAL.fullmatch(ce) else [])
+        field["open_pattern"] += r"(?=[\s\S]*?(?:" + "|".join(ahead) + "))"
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
@@ -489,7 +495,8 @@ def _pattern_literals(pattern: str) -> list[str]:
             last = m.end()
     pieces.append(pattern[last:])
     if len(pieces) == 1 and not (re.fullmatch(r"\(\?[:=].*\)", re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern))):
-        piece = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern)
+        # Whitespace a marker run allows inside it (``\s*``): a slot, written back as ``\s*`` by ``_cut_regex``.
+        piece = re.sub(r"\\s(?:\*|\{0,\d+\})", "\x00", re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern))
         if not piece or re.search(r"(?<!\\)[()\[\]?*+{}.^$|]", piece):
             return []
         return [re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), piece)]
@@ -507,13 +514,16 @@ def _open_regex(field: dict) -> str:
     return "(?:" + field["open_pattern"] + ")"
 
 
-def never_raises(field: dict) -> dict:
+def never_raises(field: dict, whole_object: bool = False) -> dict:
     r"""The tool-call field made safe for any text: transformers' parser raises when a region's JSON does
     not parse, a transform indexes into a value that is not an object or lacks the key, or a placeholder
     names a group that did not take part in the match (KeyError). So:
 
     - arguments read as a whole region (``{content}``): ``allow_non_json``, a malformed or cut body comes
-      back as its text (visible, never raised);
+      back as its text (visible, never raised); with ``whole_object`` (a named call whose arguments are a
+      JSON object after a header, ``<｜tool▁sep｜>{…}``) the region is also checked as below, for a complete
+      object: a call cut off mid-arguments (a token limit) stays in content, and text after the object
+      that is not the call's close (``[ARGS]{"a": 1}some text``) is content;
     - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
       as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
       of them) followed by its close, the end of the text (engines strip a stop marker) or other text;
@@ -526,17 +536,19 @@ def never_raises(field: dict) -> dict:
     roots = [p.split(".") for p in _placeholders(field.get("transform"))]
     each = field.get("transform_each")
     indexed = [r[1] for r in roots if r[0] == "content" and len(r) > 1]
+    dialect = bool(set(field.get("content_args") or {}) & {"string_delims", "unquoted_keys"})
     if not each and not indexed:
         field["content_args"] = {**field.get("content_args", {}), "allow_non_json": True}
-        return _id_default(field)
-    if (field.get("content_args") or {}).get("string_delims"):  # a JSON dialect (Python dict, HTML-escaped
+        if not whole_object or dialect:
+            return _id_default(field)
+    if dialect:  # a JSON dialect (Python dict, HTML-escaped
         return _id_default(field)  # quotes) indexed into: the shape check speaks standard JSON only
     if each:
         optional = {"id"}
         keys = [r[0] for r in roots if r[0] not in optional]
         obj = _object_with(dict.fromkeys(keys))
         shape = rf"\s*\[\s*{obj}(?:\s*,\s*{obj})*\s*\]"
-    else:
+    else:  # the keys the transform reads; none when it reads the arguments whole (a complete object)
         shape = r"\s*" + _object_with(dict.fromkeys(indexed))
     close = _close_regex(field)
     # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
@@ -546,11 +558,13 @@ def never_raises(field: dict) -> dict:
     # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is
     # content. A close at the edge of a stream is pending from the value's end: the bare close after ``\G``.
     tell = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
-    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=lambda x: (-len(x), x))
-    short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(map(esc, cut))})\\Z)" if cut else "")
+    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))},
+                 key=lambda x: (-len(x), x))
+    cut = [r"\s*".join(esc(p) for p in c.split("\x00")) for c in cut]  # regexes: a marker run's whitespace slots
+    short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(cut)})\\Z)" if cut else "")
              + r"\S[\s\S]{0,%d}\Z" % (TELL - 1))
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
-    cut_close = rf"\s*(?:{'|'.join(map(esc, cut))})\Z" if cut else ""
+    cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
     value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
@@ -597,4 +611,5 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
         field, w = _tagged(t, ends, others)
+        return never_raises(field, whole_object=t.arguments.kind == "json"), warnings + w
     return never_raises(field), warnings + w
