@@ -31,21 +31,28 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         away = rf"{key}(?!assistant\b)"
         rest = rf"(?:(?!{M}|{C}|{away}).)*?{M}"
         C_free = rf"(?<!{away}[^<\s]*\s*){C}"
+        # A message also ends where the next message's header begins (a model that leaves out ``<|end|>``).
+        role = _role_header(a)
+        ends = list(h.ends) + ([MARKER.match(role).group(0)] if role and MARKER.match(role).group(0) not in h.ends else [])
         if h.reasoning_words:
             fields[reasoning_field] = {
                 "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
-                "close": list(h.ends),
+                "close": ends,
                 "content": "text",
             }
         fields["tool_calls"] = {
             "open_pattern": rf"(?:{C}\s*\w+\s*)?{R}(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
-            "close": list(h.ends),
+            "close": ends,
             "repeats": True,
             "content": "json",
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
         fields["tool_calls"] = never_raises(fields["tool_calls"])
-        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close": list(h.ends), "content": "text"}
+        content_open = rf"{C_free}\s*{_alts(h.content_words)}\b{rest}"
+        if role:
+            # A message whose header names no channel (``<|start|>assistant<|message|>Answer``) is content.
+            content_open += rf"|(?<={re.escape(role)}\s*){M}"
+        fields["content"] = {"open_pattern": content_open, "close": ends, "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
     words = _alts(h.content_words)
@@ -63,6 +70,14 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
     # The generation prompt ends with the header marker: anchor before it so the parser sees it.
     anchors = [x[: len(x) - len(h.header_start)] if x.endswith(h.header_start) else x for x in a.turn.anchors]
     return fields, warnings, [x for x in anchors if x.strip()] or None
+
+
+def _role_header(a: Analysis) -> str | None:
+    """The assistant's own message header (``<|start|>assistant``): the start anchor's marker and role word."""
+    anchor = next((x for x in a.turn.anchors if x.strip()), "")
+    head = MARKER.match(anchor)
+    role = anchor[head.end() :].strip() if head else ""
+    return head.group(0) + role if head and role and re.fullmatch(r"\w+", role) else None
 
 
 def message_anchor(a: Analysis) -> str | None:
