@@ -250,11 +250,12 @@ def space_before_tokens(pattern: str) -> str:
     return "".join(out)
 
 
-def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
+def _tagged(t: Tools, ends: list[str], others: list[str], gate: bool = True) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
-    header = flex_pattern(t.header_pattern)
+    # An id the caller writes in history may be left out by the model: the call still parses (``"id": ""``).
+    header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
@@ -285,10 +286,11 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["close_pattern"] = "|".join(alts)
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
-    if ce and t.arguments.kind != "json":
+    if gate and ce and t.arguments.kind != "json":
         # Tagged arguments cut off before the call's own close (a token limit) are no call: the text stays
         # in content, visible, rather than a call whose unfinished argument tag is dropped. (JSON
-        # arguments are checked for a complete value instead: ``never_raises``.)
+        # arguments are checked for a complete value instead: ``never_raises``.) Only where text outside
+        # every field is content (an implicit content field); elsewhere it would be discarded.
         ahead = [space_before_tokens(_flex(ce))] + ([esc(lead.group(0))] if lead and SPECIAL.fullmatch(ce) else [])
         field["open_pattern"] += r"(?=[\s\S]*?(?:" + "|".join(ahead) + "))"
     field["repeats"] = True
@@ -610,6 +612,7 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     else:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
-        field, w = _tagged(t, ends, others)
-        return never_raises(field, whole_object=t.arguments.kind == "json"), warnings + w
+        implicit = a.content.mode != "ALWAYS_WRAPPED"  # text no field takes is content, not discarded
+        field, w = _tagged(t, ends, others, gate=implicit)
+        return never_raises(field, whole_object=implicit and t.arguments.kind == "json"), warnings + w
     return never_raises(field), warnings + w
