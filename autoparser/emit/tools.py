@@ -524,8 +524,9 @@ def never_raises(field: dict, whole_object: bool = False) -> dict:
     - arguments read as a whole region (``{content}``): ``allow_non_json``, a malformed or cut body comes
       back as its text (visible, never raised); with ``whole_object`` (a named call whose arguments are a
       JSON object after a header, ``<｜tool▁sep｜>{…}``) the region is also checked as below, for a complete
-      object: a call cut off mid-arguments (a token limit) stays in content, and text after the object
-      that is not the call's close (``[ARGS]{"a": 1}some text``) is content;
+      (balanced) value, which costs a tenth of the JSON grammar: a call cut off mid-arguments (a token
+      limit) stays in content, and text after the value that is not the call's close
+      (``[ARGS]{"a": 1}some text``) is content;
     - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
       as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
       of them) followed by its close, the end of the text (engines strip a stop marker) or other text;
@@ -550,8 +551,10 @@ def never_raises(field: dict, whole_object: bool = False) -> dict:
         keys = [r[0] for r in roots if r[0] not in optional]
         obj = _object_with(dict.fromkeys(keys))
         shape = rf"\s*\[\s*{obj}(?:\s*,\s*{obj})*\s*\]"
-    else:  # the keys the transform reads; none when it reads the arguments whole (a complete object)
+    elif indexed:  # an object with the keys the transform reads
         shape = r"\s*" + _object_with(dict.fromkeys(indexed))
+    else:  # arguments read whole: complete (balanced) is enough, the json parser reads it or keeps its text
+        shape = r"\s*(?&jb)"
     close = _close_regex(field)
     # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
     # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
@@ -568,12 +571,13 @@ def never_raises(field: dict, whole_object: bool = False) -> dict:
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
     cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
-    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
+    balanced = "" if shape == r"\s*(?&jb)" else r"(?=\s*+(?&jb))"  # the cheap check first, unless it is the shape
+    value = rf"\G{balanced}(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
     opener = _open_regex(field)
     field.pop("open", None)
-    field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
+    field["open_pattern"] = opener + rf"{balanced}(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
     field.pop("close", None)
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
     # follows a ``}`` or ``]``; where the open itself ends with one, never).
