@@ -46,14 +46,13 @@ def test_whitespace_after_reasoning_before_a_call_keeps_earlier_content():
         assert len(msg["tool_calls"]) == 1
 
 
-@pytest.mark.parametrize("opener", ["<call> !", "<call>", "<call>x"])
+@pytest.mark.parametrize("opener", ["<invoke:bad name>", "<invoke:>", "<invoke:x"])
 def test_the_bound_at_the_next_call_never_fires_on_a_non_call(opener):
     """The content's close matches where a call opens so its search stops there; on text that only
-    looks like the start of a call (no name, or no close ahead) it must not match at all, or it would cut
-    the content. (A call whose JSON arguments are checked has no such bound: ``_implicit_close``.)"""
-    spec = template("kv-tagged")
-    assert "call>(?=" in spec["fields"]["content"]["close_pattern"]
-    text = f"Before {opener} after.<|im_end|>"
+    looks like the start of a call it must not match at all, or it would cut the content."""
+    spec = template("tag-json")
+    assert "invoke:(?=" in spec["fields"]["content"]["close_pattern"]
+    text = f"Before {opener} after.<|end|>"
     for msg in both(spec, text):
         assert msg["content"] == f"Before {opener} after."
         assert "tool_calls" not in msg

@@ -2,8 +2,8 @@
 
 Each text is what a model or a serving engine writes where the template renders otherwise; it is parsed with
 transformers' ``parse_response`` one-shot and streamed through ``ResponseParser`` (both must agree):
-whitespace added or removed at every marker boundary, a call cut off before its close (its text stays in
-content), text after a call's JSON arguments, a headed message with no channel. docs/FORMATS.md §7b.
+whitespace added or removed at every marker boundary, a call whose close never comes, a call cut off inside
+its JSON arguments (its text stays visible), a headed message with no channel. docs/FORMATS.md §7b.
 """
 
 from __future__ import annotations
@@ -48,26 +48,22 @@ def test_tagged_call_with_whitespace_at_its_markers(text):
     assert _calls(_parse("kv-tagged", text)) == [PARIS]
 
 
-@pytest.mark.parametrize("text", [
-    "Let me check.<call>get_weather<k>city</k><v>Par",  # cut inside a value (a token limit)
-    "Let me check.<call>get_weather<k>city</k><v>Paris</v><|im_end|>",  # the close never written
-])
-def test_tagged_call_cut_before_its_close_stays_in_content(text):
-    msg = _parse("kv-tagged", text)
-    assert not msg.get("tool_calls"), msg
-    assert "Par" in msg["content"] and "Let me check." in msg["content"], msg
+def test_tagged_call_whose_close_never_comes_parses_at_the_end():
+    """A call the model ended without its close (the stream stops) still parses (Ollama's and vLLM's
+    parsers take it); the content before it stays. (tinker-cookbook leaves such a call in content: the
+    choice and why are in docs/FORMATS.md §7b.)"""
+    msg = _parse("kv-tagged", "Let me check.<call>get_weather<k>city</k><v>Paris</v><|im_end|>")
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg["content"] == "Let me check.", msg
 
 
-def test_json_call_after_a_header_with_whitespace_and_text_after_it():
+def test_json_call_after_a_header_with_whitespace_at_its_markers():
     msg = _parse("tag-json", '<invoke:get_weather>\n{"city": "Paris"}\n</invoke>\n<|end|>')
     assert _calls(msg) == [("get_weather", {"city": "Paris"})]
-    msg = _parse("tag-json", '<invoke:get_weather>{"city": "Paris"}done')  # no close; the words after it are content
-    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg["content"] == "done", msg
 
 
-def test_json_call_cut_mid_arguments_stays_in_content():
+def test_json_call_cut_mid_arguments_keeps_its_text():
     msg = _parse("tag-json", 'Let me check.<invoke:get_weather>{"city": "Par')
-    assert not msg.get("tool_calls") and 'Par' in msg["content"], msg
+    assert msg["content"] == "Let me check." and _calls(msg) == [("get_weather", '{"city": "Par')], msg
 
 
 def test_headed_message_without_channel_is_content():

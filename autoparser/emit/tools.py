@@ -250,7 +250,7 @@ def space_before_tokens(pattern: str) -> str:
     return "".join(out)
 
 
-def _tagged(t: Tools, ends: list[str], others: list[str], gate: bool = True) -> tuple[dict, list[str]]:
+def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
@@ -286,13 +286,6 @@ def _tagged(t: Tools, ends: list[str], others: list[str], gate: bool = True) -> 
             field["close_pattern"] = "|".join(alts)
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
-    if gate and ce and t.arguments.kind != "json":
-        # Tagged arguments cut off before the call's own close (a token limit) are no call: the text stays
-        # in content, visible, rather than a call whose unfinished argument tag is dropped. (JSON
-        # arguments are checked for a complete value instead: ``never_raises``.) Only where text outside
-        # every field is content (an implicit content field); elsewhere it would be discarded.
-        ahead = [space_before_tokens(_flex(ce))] + ([esc(lead.group(0))] if lead and SPECIAL.fullmatch(ce) else [])
-        field["open_pattern"] += r"(?=[\s\S]*?(?:" + "|".join(ahead) + "))"
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
@@ -516,17 +509,13 @@ def _open_regex(field: dict) -> str:
     return "(?:" + field["open_pattern"] + ")"
 
 
-def never_raises(field: dict, whole_object: bool = False) -> dict:
+def never_raises(field: dict) -> dict:
     r"""The tool-call field made safe for any text: transformers' parser raises when a region's JSON does
     not parse, a transform indexes into a value that is not an object or lacks the key, or a placeholder
     names a group that did not take part in the match (KeyError). So:
 
     - arguments read as a whole region (``{content}``): ``allow_non_json``, a malformed or cut body comes
-      back as its text (visible, never raised); with ``whole_object`` (a named call whose arguments are a
-      JSON object after a header, ``<｜tool▁sep｜>{…}``) the region is also checked as below, for a complete
-      (balanced) value, which costs a tenth of the JSON grammar: a call cut off mid-arguments (a token
-      limit) stays in content, and text after the value that is not the call's close
-      (``[ARGS]{"a": 1}some text``) is content;
+      back as its text (visible, never raised);
     - a region the transform indexes into (``{content.name}``, ``transform_each``): the open also requires,
       as a lookahead, a JSON value of that shape (an object with the keys the transform reads, or an array
       of them) followed by its close, the end of the text (engines strip a stop marker) or other text;
@@ -539,22 +528,18 @@ def never_raises(field: dict, whole_object: bool = False) -> dict:
     roots = [p.split(".") for p in _placeholders(field.get("transform"))]
     each = field.get("transform_each")
     indexed = [r[1] for r in roots if r[0] == "content" and len(r) > 1]
-    dialect = bool(set(field.get("content_args") or {}) & {"string_delims", "unquoted_keys"})
     if not each and not indexed:
         field["content_args"] = {**field.get("content_args", {}), "allow_non_json": True}
-        if not whole_object or dialect:
-            return _id_default(field)
-    if dialect:  # a JSON dialect (Python dict, HTML-escaped
+        return _id_default(field)
+    if (field.get("content_args") or {}).get("string_delims"):  # a JSON dialect (Python dict, HTML-escaped
         return _id_default(field)  # quotes) indexed into: the shape check speaks standard JSON only
     if each:
         optional = {"id"}
         keys = [r[0] for r in roots if r[0] not in optional]
         obj = _object_with(dict.fromkeys(keys))
         shape = rf"\s*\[\s*{obj}(?:\s*,\s*{obj})*\s*\]"
-    elif indexed:  # an object with the keys the transform reads
+    else:
         shape = r"\s*" + _object_with(dict.fromkeys(indexed))
-    else:  # arguments read whole: complete (balanced) is enough, the json parser reads it or keeps its text
-        shape = r"\s*(?&jb)"
     close = _close_regex(field)
     # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
     # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
@@ -571,13 +556,12 @@ def never_raises(field: dict, whole_object: bool = False) -> dict:
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
     cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
-    balanced = "" if shape == r"\s*(?&jb)" else r"(?=\s*+(?&jb))"  # the cheap check first, unless it is the shape
-    value = rf"\G{balanced}(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
+    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
     opener = _open_regex(field)
     field.pop("open", None)
-    field["open_pattern"] = opener + rf"{balanced}(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
+    field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
     field.pop("close", None)
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
     # follows a ``}`` or ``]``; where the open itself ends with one, never).
@@ -616,7 +600,5 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     else:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
-        implicit = a.content.mode != "ALWAYS_WRAPPED"  # text no field takes is content, not discarded
-        field, w = _tagged(t, ends, others, gate=implicit)
-        return never_raises(field, whole_object=implicit and t.arguments.kind == "json"), warnings + w
+        field, w = _tagged(t, ends, others)
     return never_raises(field), warnings + w
