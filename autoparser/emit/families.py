@@ -33,7 +33,8 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         C_free = rf"(?<!{away}[^<\s]*\s*){C}"
         # A message also ends where the next message's header begins (a model that leaves out ``<|end|>``).
         role = _role_header(a)
-        ends = list(h.ends) + ([MARKER.match(role).group(0)] if role and MARKER.match(role).group(0) not in h.ends else [])
+        head = MARKER.match(role).group(0) if role else ""
+        ends = list(h.ends) + ([head] if head and head not in h.ends else [])
         if h.reasoning_words:
             fields[reasoning_field] = {
                 "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
@@ -85,10 +86,9 @@ def message_anchor(a: Analysis) -> str | None:
     message that is not the assistant's. The assistant may already have written some of the run (an
     analysis message before a continued final one); anchoring on its last header would drop them."""
     h = a.tools.headed
-    anchor = next((x for x in a.turn.anchors if x.strip()), "")
-    head = MARKER.match(anchor)
-    role = anchor[head.end() :].strip() if head else ""
-    if not (head and role and re.fullmatch(r"\w+", role) and h.ends):
+    own = _role_header(a)
+    if not (own and h.ends):
         return None
+    head = MARKER.match(own).group(0)
     ends = "|".join(re.escape(e) for e in h.ends)
-    return rf"{re.escape(head.group(0))}(?!{re.escape(role)}\b)[\s\S]*?(?:{ends})"
+    return rf"{re.escape(head)}(?!{re.escape(own[len(head):])}\b)[\s\S]*?(?:{ends})"
