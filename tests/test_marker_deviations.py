@@ -75,23 +75,3 @@ def test_headed_message_without_channel_is_content():
 def test_headed_message_ends_at_the_next_header():
     msg = _parse("channels", "<|ch|>think<|body|>Hmm.<|begin|>assistant<|ch|>answer<|body|>Answer")
     assert (msg.get("thinking"), msg["content"]) == ("Hmm.", "Answer"), msg
-
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "templates"
-
-
-def test_llama3_python_tag_before_a_custom_call():
-    """workarounds/llama3-python-tag.json: the lead is taken, the call parses, text after it is content."""
-    path = CORPUS / "meta-llama-Llama-3.1-8B-Instruct.jinja"
-    if not path.is_file():
-        pytest.skip(f"corpus not found at {CORPUS} (../shared is absent)")
-    src = path.read_text(encoding="utf-8")
-    tokens = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
-    res = autoparser.infer_result(src, tokens)
-    assert "llama3-python-tag-before-json-calls" in res.analysis.workarounds
-    prefix = generation_prompt(src, tokens)
-    for text in ('<|python_tag|>{"name": "f", "parameters": {"x": 1}}', '{"name": "f", "parameters": {"x": 1}}<|eot_id|>',
-                 '<|python_tag|>{"name": "f", "parameters": {"x": 1}} Done.'):
-        msg = parse_response(text, res.template, prefix=prefix)
-        assert _calls(msg) == [("f", {"x": 1})], (text, msg)
-        assert (msg.get("content") or "") == ("Done." if text.endswith("Done.") else ""), (text, msg)
