@@ -31,26 +31,29 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         away = rf"{key}(?!assistant\b)"
         rest = rf"(?:(?!{M}|{C}|{away}).)*?{M}"
         C_free = rf"(?<!{away}[^<\s]*\s*){C}"
-        # A message left unclosed ends where the next one starts (``…<|start|>assistant<|channel|>final…``
-        # with no ``<|end|>``): the turn's header marker closes it too, and is discarded with the header.
-        head = MARKER.match(next((x for x in a.turn.anchors if x.strip()), ""))
-        nxt = rf"|(?={re.escape(head.group(0))})" if head and head.group(0) not in h.ends else ""
-        close = "|".join(re.escape(e) for e in h.ends) + nxt
+        # A message also ends where the next message's header begins (a model that leaves out ``<|end|>``).
+        role = _role_header(a)
+        head = MARKER.match(role).group(0) if role else ""
+        ends = list(h.ends) + ([head] if head and head not in h.ends else [])
         if h.reasoning_words:
             fields[reasoning_field] = {
                 "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
-                "close_pattern": close,
+                "close": ends,
                 "content": "text",
             }
         fields["tool_calls"] = {
             "open_pattern": rf"(?:{C}\s*\w+\s*)?{R}(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
-            "close_pattern": close,
+            "close": ends,
             "repeats": True,
             "content": "json",
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
         }
         fields["tool_calls"] = never_raises(fields["tool_calls"])
-        fields["content"] = {"open_pattern": rf"{C_free}\s*{_alts(h.content_words)}\b{rest}", "close_pattern": close, "content": "text"}
+        content_open = rf"{C_free}\s*{_alts(h.content_words)}\b{rest}"
+        if role:
+            # A message whose header names no channel (``<|start|>assistant<|message|>Answer``) is content.
+            content_open += rf"|(?<={re.escape(role)}\s*){M}"
+        fields["content"] = {"open_pattern": content_open, "close": ends, "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
     words = _alts(h.content_words)
@@ -70,15 +73,22 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
     return fields, warnings, [x for x in anchors if x.strip()] or None
 
 
+def _role_header(a: Analysis) -> str | None:
+    """The assistant's own message header (``<|start|>assistant``): the start anchor's marker and role word."""
+    anchor = next((x for x in a.turn.anchors if x.strip()), "")
+    head = MARKER.match(anchor)
+    role = anchor[head.end() :].strip() if head else ""
+    return head.group(0) + role if head and role and re.fullmatch(r"\w+", role) else None
+
+
 def message_anchor(a: Analysis) -> str | None:
     """Where the reply begins when it is a run of messages, each under its own header: after the last
     message that is not the assistant's. The assistant may already have written some of the run (an
     analysis message before a continued final one); anchoring on its last header would drop them."""
     h = a.tools.headed
-    anchor = next((x for x in a.turn.anchors if x.strip()), "")
-    head = MARKER.match(anchor)
-    role = anchor[head.end() :].strip() if head else ""
-    if not (head and role and re.fullmatch(r"\w+", role) and h.ends):
+    own = _role_header(a)
+    if not (own and h.ends):
         return None
+    head = MARKER.match(own).group(0)
     ends = "|".join(re.escape(e) for e in h.ends)
-    return rf"{re.escape(head.group(0))}(?!{re.escape(role)}\b)[\s\S]*?(?:{ends})"
+    return rf"{re.escape(head)}(?!{re.escape(own[len(head):])}\b)[\s\S]*?(?:{ends})"

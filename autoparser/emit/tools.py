@@ -5,7 +5,7 @@ from __future__ import annotations
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from ..analysis.diff import markers
+from ..analysis.diff import MARKER, markers
 
 def then_space(*alternatives: str) -> str:
     r"""A close pattern that also takes the whitespace after the region it ends: whitespace between a
@@ -30,9 +30,73 @@ def literals(marks) -> list[str]:
 
 
 def _flex(literal: str) -> str:
-    """Regex for a literal marker run, with any whitespace where the template put whitespace."""
-    parts = re.split(r"(\s+)", literal)
-    return "".join(r"\s*" if p.isspace() else re.escape(p) for p in parts if p)
+    r"""Regex for a literal marker run: any whitespace (or none) where the template put whitespace, and
+    any between two markers the template wrote adjacent (``</function></tool_call>``): models and
+    detokenizers add and drop whitespace at marker boundaries (docs/FORMATS.md §7b)."""
+    out, i, n = [], 0, len(literal)
+    ends = {m.end() for m in MARKER.finditer(literal)}
+    starts = {m.start() for m in MARKER.finditer(literal)}
+    while i < n:
+        if literal[i].isspace():
+            j = i
+            while i < n and literal[i].isspace():
+                i += 1
+            # Between two words (``<call name=``) whitespace stays required.
+            out.append(r"\s+" if j and i < n and literal[j - 1].isalnum() and literal[i].isalnum() else r"\s*")
+            continue
+        if i and not literal[i - 1].isspace() and ((i in ends and literal[i] in "<[") or (i in starts and literal[i - 1] in ">]")):
+            out.append(r"\s*")
+        out.append(re.escape(literal[i]))
+        i += 1
+    return "".join(out)
+
+
+# One atom of a regex pattern: an escape, a character class, a group opening, or one character.
+_ATOM = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\(\?(?:P<\w+>|P=\w+\)|&\w+\)|<[=!]|[:=!>]|[\w-]+[:)])?|\{\d*,?\d*\}|.", re.S)
+_WS_ESC = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\ ": " ", "\\\n": "\n", "\\\t": "\t", "\\\r": "\r"}
+
+
+def flex_pattern(pattern: str) -> str:
+    r"""``_flex`` applied to every run of literal text in a regex (a call header built by the analysis:
+    ``<tool_call>\n<function=(?P<name>…)>``): whitespace in it becomes ``\s*``, adjacent markers get
+    ``\s*`` between them, and so does a marker next to a name or id capture (``<tool_call>  name``).
+    Never at the pattern's start (a leading ``\s*`` is tried at every space of prose)."""
+    atoms = _ATOM.findall(pattern)
+    out: list[str] = []
+    run: list[str] = []  # the literal text of the current run
+
+    def literal(a: str) -> str | None:
+        if a in _WS_ESC:
+            return _WS_ESC[a]
+        if len(a) == 2 and a[0] == "\\" and not a[1].isalnum():
+            return a[1]
+        if len(a) == 1 and a not in "()[]{}|^$.?*+\\":
+            return a
+        return None
+
+    def flush(before_group: bool) -> None:
+        if not run:
+            return
+        text = "".join(run)
+        body = _flex(text)
+        if out and out[-1] == ")" and MARKER.match(text):
+            body = r"\s*" + body
+        if before_group and any(m.end() == len(text) for m in MARKER.finditer(text)):
+            body += r"\s*"
+        out.append(body)
+        run.clear()
+
+    for k, a in enumerate(atoms):
+        nxt = atoms[k + 1] if k + 1 < len(atoms) else ""
+        lit = literal(a)
+        quantified = bool(nxt) and (nxt[0] in "?*+" or (nxt.startswith("{") and nxt.endswith("}")))
+        if lit is not None and not quantified:
+            run.append(lit)
+            continue
+        flush(a.startswith("(?P<"))
+        out.append(a)
+    flush(False)
+    return "".join(out)
 
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -190,7 +254,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
-    header = t.header_pattern
+    # An id the caller writes in history may be left out by the model: the call still parses (``"id": ""``).
+    header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
@@ -206,9 +271,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
         # ends where the next call's token begins (Kimi K2 Thinking).
-        field["close_pattern"] = then_space(esc(ce)) + f"|(?={esc(lead.group(0))})"
+        field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
-        field["close_pattern"] = then_space(esc(ce))
+        field["close_pattern"] = then_space(_flex(ce))
     else:
         # No close marker: a call ends where the next call (after its separator), the section's end,
         # another field, or the turn's end begins.
@@ -425,7 +490,8 @@ def _pattern_literals(pattern: str) -> list[str]:
             last = m.end()
     pieces.append(pattern[last:])
     if len(pieces) == 1 and not (re.fullmatch(r"\(\?[:=].*\)", re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern))):
-        piece = re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern)
+        # Whitespace a marker run allows inside it (``\s*``): a slot, written back as ``\s*`` by ``_cut_regex``.
+        piece = re.sub(r"\\s(?:\*|\{0,\d+\})", "\x00", re.sub(r"\\s(?:\*|\{0,\d+\})$", "", pattern))
         if not piece or re.search(r"(?<!\\)[()\[\]?*+{}.^$|]", piece):
             return []
         return [re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), piece)]
@@ -482,11 +548,13 @@ def never_raises(field: dict) -> dict:
     # not the start of its close (``}``, ``</s>``): the region ends with the value, what follows is
     # content. A close at the edge of a stream is pending from the value's end: the bare close after ``\G``.
     tell = r"\s*+" + (f"(?!{close})" if close else "") + r"[\s\S]{%d}" % TELL
-    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))}, key=lambda x: (-len(x), x))
-    short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(map(esc, cut))})\\Z)" if cut else "")
+    cut = sorted({lit[:k] for lit in _close_literals(field) for k in range(1, len(lit))},
+                 key=lambda x: (-len(x), x))
+    cut = [r"\s*".join(esc(p) for p in c.split("\x00")) for c in cut]  # regexes: a marker run's whitespace slots
+    short = (r"\s*+" + (f"(?!{close})" if close else "") + (f"(?!(?:{'|'.join(cut)})\\Z)" if cut else "")
              + r"\S[\s\S]{0,%d}\Z" % (TELL - 1))
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
-    cut_close = rf"\s*(?:{'|'.join(map(esc, cut))})\Z" if cut else ""
+    cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
     value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
     # The open: a value of that shape followed as the close expects it, or ending the text (the same

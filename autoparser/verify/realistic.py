@@ -13,6 +13,8 @@ parsed with transformers' ``parse_response`` (one-shot; streamed too when asked)
 - ``ids_removed``: calls without their ids (the names and arguments must still parse);
 - ``text_around_calls``: text after the last call as well as before the first; both must be kept;
 - ``malformed_call``: a call with a brace or close removed; nothing may raise, its text must stay visible.
+- ``call_truncated``: the text cut inside the first call's first string value (a token limit); the cut call
+  is no call and its text stays in content.
 
 Each variant must parse to the same message (fields compared as verify compares them; ids not judged
 where they were removed). A variant that fails is reported with its first failure; it never drops a
@@ -30,7 +32,7 @@ from ..analysis.model import Analysis
 from .roundtrip import Case, _compare, _Parsing
 
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
-            "reasoning_opener_missing", "stray_reasoning_close", "ids_removed", "text_around_calls", "malformed_call")
+            "reasoning_opener_missing", "stray_reasoning_close", "ids_removed", "text_around_calls", "malformed_call", "call_truncated")
 AFTER = "QXAFTERQX and done."
 
 
@@ -112,6 +114,9 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
             j = next((k for k in range(i, len(g)) if g[k] in "}>"), None)
             if j is not None:
                 yield "malformed_call", g[:j] + g[j + 1:], exp, value
+            if len(value) > 1:
+                cut = g[: i + len(value) // 2]
+                yield "call_truncated", cut, {"content": cut.rstrip()[-10:]}, "cut"
 
 
 def _stray_close(case: Case, a: Analysis):
@@ -144,6 +149,10 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
         content = got.get("content") or ""
         lost = [x for x in (exp["content"].replace(AFTER, "").strip(), AFTER) if x and x not in content]
         return f"content lost {lost[0][:40]!r} (the implicit content keeps its last region)" if lost else None
+    if judge == "cut":
+        if got.get("tool_calls"):
+            return "a call cut off mid-value comes back as a call"
+        return None if exp["content"] in (got.get("content") or "") else f"the cut call's text {exp['content']!r} is not in content"
     return None if judge in json.dumps(got, ensure_ascii=False) else f"the call's text {judge!r} is lost"
 
 
