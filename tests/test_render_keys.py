@@ -38,7 +38,9 @@ def test_builtin_methods_and_constant_tools_render_as_jinja_does():
     import jinja2.sandbox
 
     src = ("{{ messages[0].content.strip().upper() }}|{{ messages[0].content.format(1) }}|{{ tools | tojson }}|"
-           "{{ tools[0] | tojson(indent=2) }}|{{ messages[0].content.__class__ }}|{{ messages.append }}")
+           "{{ tools[0] | tojson(indent=2) }}|{{ messages[0].content.__class__ }}|{{ messages.append }}|"
+           "{% set ns = namespace(a=1, f='{0.__class__}' | attr('format')) %}{{ ns.a }}{{ ns._x }}{{ ns.f(1) }}|"
+           "{% for i in [1, 2] %}{{ loop.index }}{{ loop.last }}{{ loop.__class__ }}{% endfor %}")
     from autoparser.analysis.probes import TOOLS
 
     msgs = [{"role": "user", "content": " a{} "}]

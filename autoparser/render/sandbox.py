@@ -287,6 +287,7 @@ _MACRO = jinja2.runtime.Macro
 _PLAIN = frozenset({str, dict, list, tuple, int, float, bool})  # builtin types no template can subclass
 _FORMATS = frozenset({"format", "format_map"})  # wrapped at every access (``wrap_str_format``)
 _BUILTIN_METHOD = type("".strip)
+_LOOP = jinja2.runtime.LoopContext
 _METHOD_DESCRIPTOR = type(dict.update)  # ``dict`` is a template global: ``dict.update(d, x)`` mutates d
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _PURE = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "isdisjoint", "issubset", "issuperset",
@@ -564,6 +565,26 @@ def _bounded(base: type) -> type:
                 except AttributeError:
                     pass
                 return value
+            if t is _Namespace or t is _LOOP:
+                # ``ns.found``, ``loop.last``: the same holds for namespaces and loops (neither a function, a
+                # type nor a known mutable); their values are the template's own, so a ``str.format`` among
+                # them is still wrapped.
+                safe = self._safe_attrs.get((t, attribute))
+                if safe is None:
+                    value = super().getattr(obj, attribute)
+                    try:
+                        self._safe_attrs[(t, attribute)] = self.is_safe_attribute(obj, attribute, getattr(obj, attribute))
+                    except AttributeError:
+                        pass
+                    return value
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:
+                    return super().getattr(obj, attribute)
+                fmt = self.wrap_str_format(value)
+                if fmt is not None:
+                    return fmt
+                return value if safe else self.unsafe_undefined(obj, attribute)
             return super().getattr(obj, attribute)
 
         def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
