@@ -127,6 +127,7 @@ def forget_all() -> None:
         env._safe_attrs.clear()  # the sandbox's verdicts on builtin types' attributes
     probes._parsed.cache_clear()
     probes.prompt_only_names.cache_clear()
+    probes._reasoning_switches.cache_clear()
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()
     realistic._patterns.cache_clear()  # the realistic stage's marker patterns

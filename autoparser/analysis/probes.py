@@ -186,6 +186,12 @@ def prompt_only_names(source: str) -> frozenset[str]:
 
 
 def reasoning_switches(source: str) -> list[dict]:
+    """Fresh copies of ``_reasoning_switches``: the analysis' prober and verify's ask for the same source."""
+    return [dict(m) for m in _reasoning_switches(source)]
+
+
+@functools.lru_cache(maxsize=8)
+def _reasoning_switches(source: str) -> tuple[dict, ...]:
     """Modes for the reasoning switches a template reads other than ``enable_thinking``: each variable
     read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
     thinking or reasoning, set to True, False and every string the template compares it with
@@ -193,12 +199,12 @@ def reasoning_switches(source: str) -> list[dict]:
     from jinja2 import nodes
 
     if not _SWITCH_READ.search(source):  # no bare name of that kind: nothing to parse for (most templates)
-        return []
+        return ()
     try:
         ast = _tree(source)
         names = sorted(n for n in _read_before_set(ast) if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
-        return []
+        return ()
     modes: list[dict] = []
     for name in names:
         consts = []
@@ -212,7 +218,7 @@ def reasoning_switches(source: str) -> list[dict]:
         if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
             continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
         modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
-    return modes[:MAX_SWITCH_MODES]
+    return tuple(modes[:MAX_SWITCH_MODES])
 
 
 
