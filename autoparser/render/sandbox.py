@@ -572,6 +572,8 @@ def _bounded(base: type) -> type:
                 safe = self._safe_attrs.get((t, attribute))
                 if safe is None:
                     value = super().getattr(obj, attribute)
+                    if len(self._safe_attrs) >= 4096:  # namespace attributes are the templates' own names
+                        self._safe_attrs.clear()
                     try:
                         self._safe_attrs[(t, attribute)] = self.is_safe_attribute(obj, attribute, getattr(obj, attribute))
                     except AttributeError:
