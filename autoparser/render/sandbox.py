@@ -438,9 +438,21 @@ def _static_weight(node: jinja2.nodes.Node) -> float:
     return total
 
 
+_VISITORS: dict[type, Any] = {}  # node class -> the code generator's method for it (False: none)
+
+
 class _CodeGenerator(CodeGenerator):
     """jinja's code generator minus compile-time evaluation (it would run outside the budget and the guards),
     with ``~`` operands checked before they are joined."""
+
+    def visit(self, node, *args, **kwargs):
+        # jinja's visitor builds the method's name and looks it up at each of a template's ~2000 nodes.
+        f = _VISITORS.get(type(node))
+        if f is None:
+            f = _VISITORS[type(node)] = getattr(_CodeGenerator, f"visit_{type(node).__name__}", None) or False
+        if f:
+            return f(self, node, *args, **kwargs)
+        return self.generic_visit(node, *args, **kwargs)
 
     def visit_Template(self, node, frame=None):
         _skip_empty_searches(node)
