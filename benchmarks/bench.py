@@ -122,7 +122,12 @@ def forget_all() -> None:
     stage's marker patterns, and the marker scans of rendered texts."""
     sandbox._compiled_cached.cache_clear()
     sandbox._TREES.clear()
+    sandbox._CONSTANT_JSON.clear()  # the probe tools' serialisations
+    for env in (sandbox._ImmutableEnv, sandbox._MutableEnv):
+        env._safe_attrs.clear()  # the sandbox's verdicts on builtin types' attributes
     probes._parsed.cache_clear()
+    probes.prompt_only_names.cache_clear()
+    probes._reasoning_switches.cache_clear()
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()
     realistic._patterns.cache_clear()  # the realistic stage's marker patterns

@@ -16,6 +16,7 @@ from itertools import chain, product
 from .diff import MARKER, common_suffix_at, prefix_len, unsplit_prefix
 from ..errors import TemplateError
 from ..render import REASONING_KEYS, Renderer, constant
+from ..render.sandbox import CACHE_SOURCE
 
 USER = "QXUSERQX"
 USER2 = "QXUSERTWOQX"
@@ -112,7 +113,85 @@ def _read_before_set(ast) -> set[str]:
     return {name for name, ctx in first.items() if ctx == "load"}
 
 
+_GEN = "add_generation_prompt"
+
+
+def _implies_gen(test) -> bool:
+    """Whether ``test`` can only be true when ``add_generation_prompt`` is (``add_generation_prompt``,
+    ``add_generation_prompt is defined and add_generation_prompt``)."""
+    from jinja2 import nodes
+
+    if isinstance(test, nodes.Name):
+        return test.name == _GEN and test.ctx == "load"
+    if isinstance(test, nodes.And):
+        return _implies_gen(test.left) or _implies_gen(test.right)
+    return False
+
+
+def _unless_given(test) -> bool:
+    """``add_generation_prompt is not defined`` (``not … is defined``, ``… is undefined``): a default
+    the template sets for a caller that gives none; every rendering here gives it."""
+    from jinja2 import nodes
+
+    if isinstance(test, nodes.Not):
+        t = test.node
+        return isinstance(t, nodes.Test) and t.name == "defined" and isinstance(t.node, nodes.Name) and t.node.name == _GEN
+    return isinstance(test, nodes.Test) and test.name == "undefined" and isinstance(test.node, nodes.Name) and test.node.name == _GEN
+
+
+@functools.lru_cache(maxsize=8)
+def prompt_only_names(source: str) -> frozenset[str]:
+    """Names the template reads only where ``add_generation_prompt`` is true: in the body of an ``if``
+    whose test requires it, the right side of an ``and`` whose left side does, the first branch of an
+    inline ``if`` on it. A rendering without the generation prompt cannot depend on them (Jinja reads
+    variables by literal name only), so the thinking switches of a template that reads them only there
+    (``{% if add_generation_prompt %}…{% if enable_thinking %}<think>``) change no other rendering.
+    Nothing when the template assigns ``add_generation_prompt`` itself (other than a default for a caller
+    that gives none, which never runs here: ``_unless_given``) or uses blocks, includes or imports
+    (whose bodies run elsewhere); read off the parsed template, nothing runs."""
+    from jinja2 import nodes
+
+    try:
+        ast = _tree(source)
+    except Exception:  # noqa: BLE001 - the sandbox's compile reports a template that does not parse
+        return frozenset()
+    unguarded: set[str] = set()
+    guarded: set[str] = set()
+    stack = [(ast, False)]
+    while stack:
+        n, g = stack.pop()
+        if isinstance(n, (nodes.Block, nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)):
+            return frozenset()
+        if isinstance(n, nodes.Name):
+            if n.name == _GEN and n.ctx != "load":
+                return frozenset()
+            if n.ctx == "load":
+                (guarded if g else unguarded).add(n.name)
+            continue
+        if isinstance(n, nodes.If) and _unless_given(n.test):
+            stack.extend((b, g) for b in (*n.elif_, *n.else_))  # its body never runs: the switch is always given
+        elif isinstance(n, nodes.If):
+            stack.append((n.test, g))
+            stack.extend((b, g or _implies_gen(n.test)) for b in n.body)
+            stack.extend((b, g) for b in (*n.elif_, *n.else_))
+        elif isinstance(n, nodes.And):
+            stack += [(n.left, g), (n.right, g or _implies_gen(n.left))]
+        elif isinstance(n, nodes.CondExpr):
+            stack += [(n.test, g), (n.expr1, g or _implies_gen(n.test))]
+            if n.expr2 is not None:
+                stack.append((n.expr2, g))
+        else:
+            stack.extend((c, g) for c in n.iter_child_nodes())
+    return frozenset(guarded - unguarded - {_GEN})
+
+
 def reasoning_switches(source: str) -> list[dict]:
+    """Fresh copies of ``_reasoning_switches``: the analysis' prober and verify's ask for the same source."""
+    return [dict(m) for m in _reasoning_switches(source)]
+
+
+@functools.lru_cache(maxsize=8)
+def _reasoning_switches(source: str) -> tuple[dict, ...]:
     """Modes for the reasoning switches a template reads other than ``enable_thinking``: each variable
     read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
     thinking or reasoning, set to True, False and every string the template compares it with
@@ -120,12 +199,12 @@ def reasoning_switches(source: str) -> list[dict]:
     from jinja2 import nodes
 
     if not _SWITCH_READ.search(source):  # no bare name of that kind: nothing to parse for (most templates)
-        return []
+        return ()
     try:
         ast = _tree(source)
         names = sorted(n for n in _read_before_set(ast) if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
-        return []
+        return ()
     modes: list[dict] = []
     for name in names:
         consts = []
@@ -139,7 +218,7 @@ def reasoning_switches(source: str) -> list[dict]:
         if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
             continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
         modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
-    return modes[:MAX_SWITCH_MODES]
+    return tuple(modes[:MAX_SWITCH_MODES])
 
 
 
@@ -300,6 +379,7 @@ class Prober:
         self._renders: dict = {} if renders is None else renders  # (messages as rendered, tools, switches the template reads) -> text or error
         self.memo: dict = {}  # later stages' results derived from this prober's renderings, dropped with it
         self._reads: dict[str, bool] = {}
+        self._prompt_only: frozenset[str] | None = None  # switches read only with the generation prompt
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
         # A template that reads a message's text under a nested key (``message.context.body``) instead of
@@ -322,7 +402,7 @@ class Prober:
         the same input. A switch (``enable_thinking``, ``add_generation_prompt``) whose name the source
         never spells cannot change the rendering (Jinja reads variables by literal name only), so it
         is left out of the key."""
-        key = (repr(msgs), _tools_key(tools), tuple(sorted((k, v) for k, v in kw.items() if self._read(k))))
+        key = (repr(msgs), _tools_key(tools), self._switches(kw))
         hit = self._renders.get(key)
         if hit is None:
             try:
@@ -333,6 +413,17 @@ class Prober:
         if isinstance(hit, TemplateError):
             raise hit
         return hit
+
+    def _switches(self, kw: dict) -> tuple:
+        """The switches that can change a rendering: those the source spells, less, without the generation
+        prompt, those it reads only inside it (``prompt_only_names``): a template that reads
+        ``enable_thinking`` only to prefill the prompt renders every conversation once, not once per mode."""
+        out = tuple(sorted((k, v) for k, v in kw.items() if self._read(k)))
+        if len(out) > 1 and not kw.get(_GEN):
+            if self._prompt_only is None:
+                self._prompt_only = prompt_only_names(self.r.source) if len(self.r.source) <= CACHE_SOURCE else frozenset()
+            out = tuple((k, v) for k, v in out if k not in self._prompt_only)
+        return out
 
     def _read(self, name: str) -> bool:
         r = self._reads.get(name)

@@ -166,6 +166,7 @@ def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
 
 _local = threading.local()  # this thread's weights memo while it renders (``weighing``)
 _CONSTANT_WEIGHTS: dict[int, tuple[Any, int]] = {}
+_CONSTANT_JSON: dict[tuple, str] = {}  # (id of a constant, tojson's options) -> its serialisation (``_tojson``)
 
 
 def constant(value: Any) -> Any:
@@ -283,6 +284,10 @@ def _str_method(s: str, name: str, args: tuple, kwargs: dict) -> tuple:
 # call (they derive the context a ``pass_context`` callable sees), so they are no argument to weigh.
 _CALL_SCOPE = frozenset({"_loop_vars", "_block_vars"})
 _MACRO = jinja2.runtime.Macro
+_PLAIN = frozenset({str, dict, list, tuple, int, float, bool})  # builtin types no template can subclass
+_FORMATS = frozenset({"format", "format_map"})  # wrapped at every access (``wrap_str_format``)
+_BUILTIN_METHOD = type("".strip)
+_LOOP = jinja2.runtime.LoopContext
 _METHOD_DESCRIPTOR = type(dict.update)  # ``dict`` is a template global: ``dict.update(d, x)`` mutates d
 _GROWING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 _PURE = frozenset({"get", "items", "keys", "values", "copy", "count", "index", "isdisjoint", "issubset", "issuperset",
@@ -433,9 +438,21 @@ def _static_weight(node: jinja2.nodes.Node) -> float:
     return total
 
 
+_VISITORS: dict[type, Any] = {}  # node class -> the code generator's method for it (False: none)
+
+
 class _CodeGenerator(CodeGenerator):
     """jinja's code generator minus compile-time evaluation (it would run outside the budget and the guards),
     with ``~`` operands checked before they are joined."""
+
+    def visit(self, node, *args, **kwargs):
+        # jinja's visitor builds the method's name and looks it up at each of a template's ~2000 nodes.
+        f = _VISITORS.get(type(node))
+        if f is None:
+            f = _VISITORS[type(node)] = getattr(_CodeGenerator, f"visit_{type(node).__name__}", None) or False
+        if f:
+            return f(self, node, *args, **kwargs)
+        return self.generic_visit(node, *args, **kwargs)
 
     def visit_Template(self, node, frame=None):
         _skip_empty_searches(node)
@@ -497,6 +514,7 @@ def _bounded(base: type) -> type:
         checked = staticmethod(_check)
         # Repetition, addition, formatting and big-integer products are the cheap ways to balloon.
         intercepted_binops = frozenset({"*", "**", "+", "%"})
+        _safe_attrs: dict = {}  # (exact type in _PLAIN, attribute) -> what is_safe_attribute says, per class
 
         def call_binop(self, context, operator, left, right):
             if type(left) is str and type(right) is str and operator == "+":  # nine in ten: ``'<|' + role``
@@ -542,6 +560,45 @@ def _bounded(base: type) -> type:
                     return obj[attribute]
                 except KeyError:
                     return self.undefined(obj=obj, name=attribute)
+            if t in _PLAIN and attribute not in _FORMATS:
+                # ``content.strip``, ``messages.items``: for these exact types the sandbox's verdict on an
+                # attribute depends on the type and the name alone (no value, no subclass), so it is asked
+                # once per environment class and name, not at every access (a tenth of some renders).
+                safe = self._safe_attrs.get((t, attribute))
+                if safe is not None:
+                    try:
+                        value = getattr(obj, attribute)
+                    except AttributeError:
+                        return super().getattr(obj, attribute)
+                    return value if safe else self.unsafe_undefined(obj, attribute)
+                value = super().getattr(obj, attribute)
+                try:
+                    self._safe_attrs[(t, attribute)] = self.is_safe_attribute(obj, attribute, getattr(obj, attribute))
+                except AttributeError:
+                    pass
+                return value
+            if t is _Namespace or t is _LOOP:
+                # ``ns.found``, ``loop.last``: the same holds for namespaces and loops (neither a function, a
+                # type nor a known mutable); their values are the template's own, so a ``str.format`` among
+                # them is still wrapped.
+                safe = self._safe_attrs.get((t, attribute))
+                if safe is None:
+                    value = super().getattr(obj, attribute)
+                    if len(self._safe_attrs) >= 4096:  # namespace attributes are the templates' own names
+                        self._safe_attrs.clear()
+                    try:
+                        self._safe_attrs[(t, attribute)] = self.is_safe_attribute(obj, attribute, getattr(obj, attribute))
+                    except AttributeError:
+                        pass
+                    return value
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:
+                    return super().getattr(obj, attribute)
+                fmt = self.wrap_str_format(value)
+                if fmt is not None:
+                    return fmt
+                return value if safe else self.unsafe_undefined(obj, attribute)
             return super().getattr(obj, attribute)
 
         def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
@@ -568,6 +625,15 @@ def _bounded(base: type) -> type:
                     if name in _GROWING:
                         added = (*margs, *(a for k, a in kwargs.items() if k not in _CALL_SCOPE))
                         _limit(_weight(owner) + sum(_weight(a) for a in added), "a collection")
+                if type(__obj) is _BUILTIN_METHOD and type(owner) in _PLAIN:
+                    # ``content.strip()``: what jinja's call would do for a builtin's method (no pass_context
+                    # marker, never flagged unsafe: builtins take no attributes), without asking it each time.
+                    kwargs.pop("_loop_vars", None)
+                    kwargs.pop("_block_vars", None)
+                    try:
+                        return _check(__obj(*args, **kwargs))
+                    except StopIteration:
+                        return __self.undefined("value was undefined because a callable raised a StopIteration exception")
             return _check(super().call(__context, __obj, *args, **kwargs))
 
         def wrap_str_format(self, value):
@@ -595,7 +661,23 @@ def _raise_exception(message):
 
 def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
     """transformers' ``tojson``; iterators (``tools|map(...)`` is a generator) serialise as lists, within
-    ``MAX_OUTPUT`` all told, where transformers raises. Anything it serialises comes out the same."""
+    ``MAX_OUTPUT`` all told, where transformers raises. Anything it serialises comes out the same.
+    A ``constant`` (the probe tools, serialised by most templates at every render) is serialised once
+    per set of options: nobody changes it, and a mutable-sandbox render only ever sees a copy."""
+    hit = _CONSTANT_WEIGHTS.get(id(x))
+    if hit is not None and hit[0] is x:
+        key = (id(x), ensure_ascii, indent, separators, sort_keys)
+        try:
+            out = _CONSTANT_JSON.get(key)
+        except TypeError:  # unhashable options (separators as a list)
+            key = out = None
+        if out is None:
+            out = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+            if key is not None:
+                if len(_CONSTANT_JSON) >= 1024:
+                    _CONSTANT_JSON.clear()
+                _CONSTANT_JSON[key] = out
+        return out
     seen = [0]
 
     def as_list(o):
