@@ -306,7 +306,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         vs = a.value_suffix
         vs_re = (r"\n?" if vs.startswith("\n") or vs.lstrip().startswith("<") else "") + _flex(vs.lstrip("\n"))
         field["content"] = "xml-inline"
-        field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)" + vs_re}
+        # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
+        # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
+        field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
         warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
