@@ -154,15 +154,8 @@ def test_grammar_tokens(path):
     import llguidance.hf
     from grammar_support import byte_tokenizer, control_tokens
 
-    src, res, report = _verified(path)
+    src, res, report, lay = _with_grammar(path)
     a = res.analysis
-    if report.per_field().get("tool_calls") != "pass":
-        pytest.skip("tool calls do not verify")
-    try:
-        lay = layout(a)
-        build(a, VERIFY_TOOLS)
-    except NoGrammar as e:
-        pytest.skip(f"no grammar: {e}")
     added = control_tokens(marker_texts(lay))
     if not added:
         pytest.skip("no marker looks like a control token")
@@ -212,6 +205,19 @@ def test_corpus_coverage():
             except NoGrammar:
                 pass
     assert made >= 50, made
+
+
+def _with_grammar(path: Path):
+    """(source, infer result, report, layout) of a template whose calls verify and get a grammar; skips others."""
+    src, res, report = _verified(path)
+    if report.per_field().get("tool_calls") != "pass":
+        pytest.skip("tool calls do not verify")
+    try:
+        lay = layout(res.analysis)
+        build(res.analysis, VERIFY_TOOLS)
+    except NoGrammar as e:
+        pytest.skip(f"no grammar: {e}")
+    return src, res, report, lay
 
 
 def _verified_quiet(path):
@@ -380,15 +386,8 @@ def test_no_value_ends_its_call_early(path, tokenizer):
     """With markers matched as text, a string value may hold any text the grammar allows; every such
     text built from the format's own markers (and a pythonic ``), f(``) either is refused or parses back
     as the one call with that value: a value never ends its call early for the parser."""
-    src, res, report = _verified(path)
+    src, res, report, lay = _with_grammar(path)
     a = res.analysis
-    if report.per_field().get("tool_calls") != "pass":
-        pytest.skip("tool calls do not verify")
-    try:
-        lay = layout(a)
-        build(a, VERIFY_TOOLS)
-    except NoGrammar as e:
-        pytest.skip(f"no grammar: {e}")
     case = next((c for c in report.cases if c.status == "pass" and c.name == "one call" and not c.history), None)
     if case is None or "Paris" not in case.generated:
         pytest.skip("no one-call rendering with the probe's city")
