@@ -558,12 +558,17 @@ def never_raises(field: dict) -> dict:
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
     cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
-    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
+    # A balanced match ends where the grammar's match of a value of that shape ends: the balanced check and
+    # what follows come first (they stay partial while a stream is cut inside the value or its close, at a
+    # tenth of the grammar's cost), the grammar runs once they hold, and the balanced match consumes.
+    value = rf"\G(?=\s*+(?&jb)(?:{follows}))(?={shape})\s*+(?&jb)\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
     opener = _open_regex(field)
     field.pop("open", None)
-    field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
+    # The balanced check and what follows first: they stay partial while the value arrives, and the grammar
+    # runs once the value is whole (it ends where the balanced match ends).
+    field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + JSON_DEFINE
     field.pop("close", None)
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
     # follows a ``}`` or ``]``; where the open itself ends with one, never).
