@@ -464,7 +464,10 @@ def _placeholders(transform) -> list[str]:
 
 def _object_with(keys) -> str:
     """A JSON object that has each of ``keys`` at its top level, in any order."""
-    need = "".join(rf'(?=\s*(?:(?&jp),\s*)*"{re.escape(k)}"\s*:)' for k in keys)
+    # Each key is found by skipping earlier pairs with the balanced check (the object's grammar is checked
+    # after): matching every pair with the grammar parsed the whole object again for each key.
+    skip = rf"{_JSTR}\s*:(?:[^{{}}\[\]\",]++|{_JSTR}|(?&jb))*+,\s*"
+    need = "".join(rf'(?=\s*(?:{skip})*?"{re.escape(k)}"\s*:)' for k in keys)
     return rf"\{{{need}(?>\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}})"
 
 
@@ -558,10 +561,16 @@ def never_raises(field: dict) -> dict:
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
     cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
-    # A balanced match ends where the grammar's match of a value of that shape ends: the balanced check and
-    # what follows come first (they stay partial while a stream is cut inside the value or its close, at a
-    # tenth of the grammar's cost), the grammar runs once they hold, and the balanced match consumes.
-    value = rf"\G(?=\s*+(?&jb)(?:{follows}))(?={shape})\s*+(?&jb)\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
+    # The region's value: the open verified its shape, and a balanced match ends where the grammar's match
+    # of such a value ends, so the close needs only the balanced check and what follows (a tenth of the
+    # grammar's cost; the close is searched at every chunk while its end is pending). That holds at the
+    # region's start, where ``\G`` follows the opener. Where ``\G`` follows a value's ``}`` or ``]`` instead
+    # (a pending close's text was streamed up to the value's end), no second value joins the region; where
+    # the opener itself ends with one, the shape is checked again (after the balanced check, so once).
+    ends_value = bool(re.search(r"\\[\]}]\)?$", _open_regex(field)))
+    check, start = (rf"(?={shape})", "") if ends_value else ("", r"(?<![}\]])")
+    value = (rf"\G{start}(?=\s*+(?&jb)(?:{follows})){check}\s*+(?&jb)\K"
+             + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else ""))
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
     opener = _open_regex(field)
