@@ -497,15 +497,18 @@ class _Dialect:
         forms += [re.escape(k) + "(?=:)"] if self.unquoted and re.fullmatch(r"[A-Za-z0-9_]+", k) else []
         return "(?:" + "|".join(forms) + ")"
 
-    def define(self) -> str:
+    def define(self, grammar: bool = True) -> str:
+        """The subroutines; without ``grammar`` only the balanced check (compiling the grammar costs a
+        millisecond per pattern, and a close that only finds a value's end never runs it)."""
         # Atomic groups: each value matches one way only, so a malformed or cut call fails in linear time.
         S, W = self.string, _W
         pair = rf"{W}{S}{W}:(?&jv)" + (rf"|{_BARE}:(?&jv)" if self.unquoted else "")
+        rules = (rf"(?P<jv>(?>{W}(?:(?&jo)|\[{W}(?:(?&jv)(?:,(?&jv))*+)?+\]|{S}|{_NUMBER}|true|false|null){W}))"
+                 rf"(?P<jp>(?>{pair}))(?P<jo>(?>\{{(?:(?&jp)(?:,(?&jp))*+)?+{W}\}}))") if grammar else ""
         # Only balanced: checked first, it fails (or stays partial) on a call still arriving at a tenth of
         # the grammar's cost, so a stream pays the grammar once per call; for a value the grammar accepts it
         # ends where the grammar's match ends (strings skipped the same way).
-        return (rf"(?(DEFINE)(?P<jv>(?>{W}(?:(?&jo)|\[{W}(?:(?&jv)(?:,(?&jv))*+)?+\]|{S}|{_NUMBER}|true|false|null){W}))"
-                rf"(?P<jp>(?>{pair}))(?P<jo>(?>\{{(?:(?&jp)(?:,(?&jp))*+)?+{W}\}}))"
+        return (rf"(?(DEFINE){rules}"
                 rf"(?P<jb>\{{(?:[^{{}}\"{self.firsts}]++|{self.skip_string}|(?&jb))*+\}}"
                 rf"|\[(?:[^\[\]\"{self.firsts}]++|{self.skip_string}|(?&jb))*+\]))")
 
@@ -606,7 +609,6 @@ def never_raises(field: dict) -> dict:
         shape = rf"{_W}\[{_W}{obj}(?:{_W},{_W}{obj})*+{_W}\]"
     else:
         shape = _W + dialect.object_with(dict.fromkeys(indexed))
-    define = dialect.define()
     close = _close_regex(field)
     # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
     # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
@@ -639,12 +641,12 @@ def never_raises(field: dict) -> dict:
     field.pop("open", None)
     # The balanced check and what follows first: they stay partial while the value arrives, and the grammar
     # runs once the value is whole (it ends where the balanced match ends).
-    field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + define
+    field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + dialect.define()
     field.pop("close", None)
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
     # follows a ``}`` or ``]``; where the open itself ends with one, never).
     after_cut = rf"|\G(?<=[}}\]])(?=(?:{tell}|{short}))" if cut and not re.search(r"\\[\]}]\)?$", opener) else ""
-    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + define
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + dialect.define(grammar=ends_value)
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
