@@ -443,15 +443,85 @@ def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
 
 
 
-# A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jp`` a "key": value pair.
-_JSTR = r'"(?:[^"\\\n]++|\\.)*+"'
-# Atomic groups: each value matches one way only, so a malformed or cut call fails in linear time.
-JSON_DEFINE = (r"(?(DEFINE)(?P<jv>(?>\s*(?:(?&jo)|\[\s*(?:(?&jv)(?:,(?&jv))*+)?+\]|" + _JSTR
-               + r"|-?\d++(?:\.\d++)?+(?:[eE][+-]?\d++)?+|true|false|null)\s*))(?P<jp>(?>" + _JSTR
-               + r"\s*:(?&jv)))(?P<jo>(?>\{\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}))"
-               # Only balanced: checked first, it fails (or stays partial) on a call still arriving at a
-               # tenth of the grammar's cost, so a stream pays the grammar once per call.
-               + r"(?P<jb>\{(?:[^{}\"]++|" + _JSTR + r"|(?&jb))*+\}|\[(?:[^\[\]\"]++|" + _JSTR + r"|(?&jb))*+\]))")
+# A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jp`` a "key": value
+# pair, ``jb`` only balanced. What the grammar accepts, the json content parser reads (its dialect transforms
+# applied): whitespace is JSON's own, strings hold no raw control character and only JSON's escapes, numbers
+# have no leading zero (``json.loads`` rejects all of those).
+_JSTR = r'"(?:[^"\\\n]++|\\.)*+"'  # a string as the balanced check skips it
+_W = r"[ \t\n\r]*+"
+_ESCAPE = r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
+_NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?[0-9]++)?+"
+_BARE = r"[A-Za-z0-9_]++"  # an unquoted key the dialect transform quotes (ASCII: a word in every regex flavour)
+
+
+class _Dialect:
+    r"""The strings and keys of the json content parser's dialect (``string_delims``, ``unquoted_keys``),
+    as regexes. The parser replaces each delimiter pair's strings in order, leftmost first and up to the
+    first close (``open(.*?)close`` over the whole region, blind to JSON), then quotes a word key right
+    after ``{`` or ``,``. So a delimited string holds no earlier pair's opener and no ``\x01``/``\x02``
+    (the parser's sentinels, which it refuses); a standard string holds no pair's opener (nor, with
+    unquoted keys, ``{`` or ``,`` before a word and a colon); a bare key stands right after ``{`` or ``,``
+    and right before its colon."""
+
+    def __init__(self, delims=(), unquoted: bool = False):
+        self.delims = [tuple(p) for p in delims]
+        self.unquoted = unquoted
+        openers = [o for o, _ in self.delims]
+        self.standard = not any('"' in o for o in openers)  # a pair whose opener holds ``"`` takes the standard strings
+        not_open = "".join(f"(?!{esc(o)})" for o in openers)
+        no_key = r"(?![{,][^\s\"\\:]++:)" if unquoted else ""
+        strict = [rf'"(?:{not_open}{no_key}[^"\\\x00-\x1f]|{_ESCAPE})*+"' if (not_open or no_key)
+                  else rf'"(?:[^"\\\x00-\x1f]++|{_ESCAPE})*+"'] if self.standard else []
+        lenient = [_JSTR] if self.standard else []
+        for i, (o, c) in enumerate(self.delims):
+            earlier = "".join(f"(?!{esc(e)})" for e, _ in self.delims[:i])
+            strict.append(rf"{esc(o)}(?:(?!{esc(c)}){earlier}[^\x01\x02])*+{esc(c)}")
+            lenient.append(rf"{esc(o)}(?:(?!{esc(c)})[\s\S])*+{esc(c)}")
+        self.string = "(?:" + "|".join(strict) + ")"
+        self.skip_string = "(?:" + "|".join(lenient) + ")"
+        self.firsts = "".join(sorted({re.escape(o[0]) for o in openers if o[0] != '"'}))
+
+    def sound(self) -> bool:
+        """Whether the regexes above say what the parser reads: every opener starts with a character JSON
+        writes only inside a string, and no pair's delimiters hold an earlier pair's opener."""
+        for i, (o, c) in enumerate(self.delims):
+            if not o or not c or re.match(r"[\s{}\[\]:,0-9A-Za-z_.+\-]", o):
+                return False
+            if any(e in o or e in c for e, _ in self.delims[:i]):
+                return False
+        return bool(self.standard or self.delims)
+
+    def key(self, k: str) -> str:
+        """Key ``k`` as the dialect may write it."""
+        forms = ([f'"{re.escape(k)}"'] if self.standard else []) + [esc(o) + re.escape(k) + esc(c) for o, c in self.delims]
+        forms += [re.escape(k) + "(?=:)"] if self.unquoted and re.fullmatch(r"[A-Za-z0-9_]+", k) else []
+        return "(?:" + "|".join(forms) + ")"
+
+    def define(self, grammar: bool = True) -> str:
+        """The subroutines; without ``grammar`` only the balanced check (compiling the grammar costs a
+        millisecond per pattern, and a close that only finds a value's end never runs it)."""
+        # Atomic groups: each value matches one way only, so a malformed or cut call fails in linear time.
+        S, W = self.string, _W
+        pair = rf"{W}{S}{W}:(?&jv)" + (rf"|{_BARE}:(?&jv)" if self.unquoted else "")
+        rules = (rf"(?P<jv>(?>{W}(?:(?&jo)|\[{W}(?:(?&jv)(?:,(?&jv))*+)?+\]|{S}|{_NUMBER}|true|false|null){W}))"
+                 rf"(?P<jp>(?>{pair}))(?P<jo>(?>\{{(?:(?&jp)(?:,(?&jp))*+)?+{W}\}}))") if grammar else ""
+        # Only balanced: checked first, it fails (or stays partial) on a call still arriving at a tenth of
+        # the grammar's cost, so a stream pays the grammar once per call; for a value the grammar accepts it
+        # ends where the grammar's match ends (strings skipped the same way).
+        return (rf"(?(DEFINE){rules}"
+                rf"(?P<jb>\{{(?:[^{{}}\"{self.firsts}]++|{self.skip_string}|(?&jb))*+\}}"
+                rf"|\[(?:[^\[\]\"{self.firsts}]++|{self.skip_string}|(?&jb))*+\]))")
+
+    def object_with(self, keys) -> str:
+        """An object that has each of ``keys`` at its top level, in any order."""
+        # Each key is found by skipping earlier pairs with the balanced check (the object's grammar is
+        # checked after): matching every pair with the grammar parsed the whole object again for each key.
+        key = self.skip_string + (f"|{_BARE}" if self.unquoted else "")
+        skip = rf"(?:{key}){_W}:(?:[^{{}}\[\],\"{self.firsts}]++|{self.skip_string}|(?&jb))*+,{_W}"
+        need = "".join(rf"(?={_W}(?:{skip})*?{self.key(k)}{_W}:)" for k in keys)
+        return rf"\{{{need}(?>(?:(?&jp)(?:,(?&jp))*+)?+{_W}\}})"
+
+
 TELL = 20  # characters after a JSON value that tell its close from other text (longer than any end marker)
 _PLACE = re.compile(r"^\{(\w+)(?:\.(\w+))?")
 
@@ -460,12 +530,6 @@ def _placeholders(transform) -> list[str]:
     if isinstance(transform, dict):
         return [p for v in transform.values() for p in _placeholders(v)]
     return [transform[1:-1]] if isinstance(transform, str) and _PLACE.match(transform) and transform.endswith("}") else []
-
-
-def _object_with(keys) -> str:
-    """A JSON object that has each of ``keys`` at its top level, in any order."""
-    need = "".join(rf'(?=\s*(?:(?&jp),\s*)*"{re.escape(k)}"\s*:)' for k in keys)
-    return rf"\{{{need}(?>\s*(?:(?&jp)(?:,\s*(?&jp))*+)?+\}})"
 
 
 def _close_regex(field: dict) -> str:
@@ -533,15 +597,18 @@ def never_raises(field: dict) -> dict:
     if not each and not indexed:
         field["content_args"] = {**field.get("content_args", {}), "allow_non_json": True}
         return _id_default(field)
-    if (field.get("content_args") or {}).get("string_delims"):  # a JSON dialect (Python dict, HTML-escaped
-        return _id_default(field)  # quotes) indexed into: the shape check speaks standard JSON only
+    args = field.get("content_args") or {}
+    # A JSON dialect (HTML-escaped quotes, a Python dict's single quotes, bare keys): the shape check speaks it.
+    dialect = _Dialect(args.get("string_delims", ()), bool(args.get("unquoted_keys")))
+    if not dialect.sound():
+        return _id_default(field)
     if each:
         optional = {"id"}
         keys = [r[0] for r in roots if r[0] not in optional]
-        obj = _object_with(dict.fromkeys(keys))
-        shape = rf"\s*\[\s*{obj}(?:\s*,\s*{obj})*\s*\]"
+        obj = dialect.object_with(dict.fromkeys(keys))
+        shape = rf"{_W}\[{_W}{obj}(?:{_W},{_W}{obj})*+{_W}\]"
     else:
-        shape = r"\s*" + _object_with(dict.fromkeys(indexed))
+        shape = _W + dialect.object_with(dict.fromkeys(indexed))
     close = _close_regex(field)
     # The region closes where its value ends (``\G`` is where its body began, ``\K`` leaves the value in
     # it), never inside it: a close marker inside a string argument (``"</s>"``) is text. After the value
@@ -558,17 +625,28 @@ def never_raises(field: dict) -> dict:
     # A text cut inside the close (a token limit inside a marker several tokens long): the cut marker ends it.
     cut_close = rf"\s*(?:{'|'.join(cut)})\Z" if cut else ""
     follows = "|".join(([rf"\s*(?:{close})"] if close else []) + [tell, short] + ([cut_close] if cut else []))
-    value = rf"\G(?=\s*+(?&jb))(?={shape}(?:{follows})){shape}\K" + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else "")
+    # The region's value: the open verified its shape, and a balanced match ends where the grammar's match
+    # of such a value ends, so the close needs only the balanced check and what follows (a tenth of the
+    # grammar's cost; the close is searched at every chunk while its end is pending). That holds at the
+    # region's start, where ``\G`` follows the opener. Where ``\G`` follows a value's ``}`` or ``]`` instead
+    # (a pending close's text was streamed up to the value's end), no second value joins the region; where
+    # the opener itself ends with one, the shape is checked again (after the balanced check, so once).
+    ends_value = bool(re.search(r"\\[\]}]\)?$", _open_regex(field)))
+    check, start = (rf"(?={shape})", "") if ends_value else ("", r"(?<![}\]])")
+    value = (rf"\G{start}(?=\s*+(?&jb)(?:{follows})){check}\s*+(?&jb)\K"
+             + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else ""))
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
     opener = _open_regex(field)
     field.pop("open", None)
-    field["open_pattern"] = opener + rf"(?=\s*+(?&jb))(?={shape}(?:{follows}|\s*\Z))" + JSON_DEFINE
+    # The balanced check and what follows first: they stay partial while the value arrives, and the grammar
+    # runs once the value is whole (it ends where the balanced match ends).
+    field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + dialect.define()
     field.pop("close", None)
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
     # follows a ``}`` or ``]``; where the open itself ends with one, never).
     after_cut = rf"|\G(?<=[}}\]])(?=(?:{tell}|{short}))" if cut and not re.search(r"\\[\]}]\)?$", opener) else ""
-    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + JSON_DEFINE
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + dialect.define(grammar=ends_value)
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
