@@ -1,6 +1,6 @@
 """No text makes an emitted template's parser raise (issue 17).
 
-Every template ``infer`` hands out for the corpus and the wild set gets arbitrary text and mutated
+Every template ``infer`` hands out for the corpus, the wild set and the team's models/ gets arbitrary text and mutated
 renderings of its own verified cases (cut mid-call as at a token limit, a marker doubled, dropped or given a
 space before it, a brace removed, text inserted or appended after the turn), parsed by transformers'
 ``parse_response`` and streamed through ``ResponseParser`` in chunks of every size. Nothing may raise.
@@ -30,16 +30,17 @@ PROBES = [m for m in probe_messages() if m[0] in ("content + call", "parallel ca
 
 def _samples() -> list[tuple[str, dict, str, str, list[str]]]:
     """(name, template, prompt, rendering, markers) per verified case of every template handed out."""
-    paths = sorted((CORPUS / "templates").glob("*.jinja")) + sorted((CORPUS / "wild" / "templates").glob("*.jinja"))
+    paths = [(p, TOKENS) for p in sorted((CORPUS / "templates").glob("*.jinja"))]
+    paths += [(p, {}) for p in sorted((CORPUS / "wild" / "templates").glob("*.jinja")) + sorted((ROOT / "models").glob("*.jinja"))]
     out = []
-    for path in paths:
+    for path, tokens in paths:
         src = path.read_text(encoding="utf-8")
         try:
-            res = autoparser.infer_result(src, TOKENS, where=path.name)
+            res = autoparser.infer_result(src, tokens, where=path.name)
         except autoparser.AutoparserError:
             continue
         marks = structural_markers(res.analysis) or ["</s>"]
-        report = verify(src, res.template, TOKENS, analysis=res.analysis, messages=PROBES)
+        report = verify(src, res.template, tokens, analysis=res.analysis, messages=PROBES)
         seen = set()
         for case in report.cases:
             if case.status == "pass" and case.name not in seen:
@@ -120,3 +121,28 @@ def test_arbitrary_text_never_raises(samples):
             pytest.fail(f"{name}: {type(e).__name__}: {str(e)[:200]}\ntext: {text!r}")
 
     run()
+
+
+def _systematic(text: str, marks: list[str]) -> list[str]:
+    """The mutations a token limit and a sloppy model make most, at fixed places (the property test above
+    samples; this one covers every template): cut at each quarter and inside each string value of the first
+    call, each closing brace or bracket dropped once, each marker dropped once, text after the turn."""
+    out = [text[: len(text) * k // 4] for k in (1, 2, 3)]
+    out += [text[:i] for i, c in enumerate(text) if c == '"'][:12]
+    out += [text[:i] + text[i + 1 :] for i, c in enumerate(text) if c in "}]>"][:12]
+    out += [text.replace(m, "", 1) for m in marks if m in text]
+    out += [text + "\nAnything else?", text + "}"]
+    return [t for t in out if not any(t.endswith(m[:k]) for m in marks for k in range(1, len(m)))]
+
+
+def test_systematic_mutations_never_raise(samples):
+    failures = []
+    for name, template, prompt, text, marks in samples:
+        for t in _systematic(text, marks):
+            for size in (len(t) or 1, 3):
+                try:
+                    _parse_both(template, prompt, t, size)
+                except Exception as e:  # noqa: BLE001 - the assertion is that nothing raises
+                    failures.append(f"{name}: {type(e).__name__}: {str(e)[:120]!r} on {t[-60:]!r}")
+                    break
+    assert not failures, f"{len(failures)} raise:\n" + "\n".join(failures[:20])

@@ -320,13 +320,15 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
 _Q1 = r"'(?:[^'\\]|\\.)*'"
 _Q2 = r'"(?:[^"\\]|\\.)*"'
 _NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\}})"
-_PY_VALUE = rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
+_PY_VALUE = (rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
+             # a string cut off where the call's text ends (a token limit) keeps what arrived
+             r"|'(?P<value>(?:[^'\\]|\\.)*)\Z|\"(?P<value>(?:[^\"\\]|\\.)*)\Z")
 
 
 # Each value whole, quotes included, for values a template writes as JSON (``tojson``): the json parser
 # reads strings with their escapes, lists and dicts; True/None and other bare words come back as text,
 # which ``tools=`` casts by the schema.
-_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST.replace('(?P<nest>', '(?P<n2>').replace('(?&nest)', '(?&n2)')}|[^,\s()\[\]{{}}'\"]+"
+_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST.replace('(?P<nest>', '(?P<n2>').replace('(?&nest)', '(?&n2)')}|[^,\s()\[\]{{}}'\"]+" + rf"|{_Q1[:-1]}\Z|{_Q2[:-1]}\Z"  # a string cut off, as above
 PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
 # Raw strings in single quotes (their text kept exactly) and lists/dicts in Python quoting.
 PY_LITERAL_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}
@@ -343,7 +345,7 @@ def _pythonic_args(t: Tools) -> dict:
         # A double-quoted string is taken between its quotes as written (a model's "a\nb" stays so, as
         # llama.cpp reads it); single-quoted strings, lists and dicts whole.
         nest = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")
-        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{nest}|[^,\s()\[\]{{}}'\"]+)"
+        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{nest}|[^,\s()\[\]{{}}'\"]+)|(?P<value>{_Q1[:-1]}\Z)|\"(?P<value>(?:[^\"\\]|\\.)*)\Z"  # cut strings too
         return {"tag_pattern": rf"{key}(?:{value})", "value_parser": PY_LITERAL_PARSER}
     return {"tag_pattern": rf"{key}(?:{_PY_VALUE})"}
 
@@ -644,8 +646,11 @@ def never_raises(field: dict) -> dict:
     field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + dialect.define()
     field.pop("close", None)
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
-    # follows a ``}`` or ``]``; where the open itself ends with one, never).
-    after_cut = rf"|\G(?<=[}}\]])(?=(?:{tell}|{short}))" if cut and not re.search(r"\\[\]}]\)?$", opener) else ""
+    # follows a ``}`` or ``]``, and not the open's own: a stream may have flushed the value into the region
+    # while the close was pending, and then only ``\G`` alternatives are left to end it).
+    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    own = f"(?<!{bare_opener})" if re.search(r"\\[\]}]\)?$", opener) else ""
+    after_cut = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))" if cut else ""
     field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + dialect.define(grammar=ends_value)
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
