@@ -403,8 +403,13 @@ def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
 
         n.iter_child_nodes = iter_child_nodes  # every visitor walks the children; read them once
 
-    def absent(node_type) -> bool:
-        return not any(issubclass(k, node_type) for k in kinds)
+    answers: dict[type, bool] = {}
+
+    def absent(node_type) -> bool:  # asked at every for loop and assignment: answered once per kind
+        hit = answers.get(node_type)
+        if hit is None:
+            hit = answers[node_type] = not any(issubclass(k, node_type) for k in kinds)
+        return hit
 
     for n in searched:
         def find_all(node_type, _real=n.find_all, _loop=type(n) is jinja2.nodes.For):
