@@ -169,6 +169,12 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
 
 
+def _call_head(t: Tools) -> tuple[str, str]:
+    """(the name key, escaped; the head of a call object up to its arguments, ``{"name": "<name>", "arguments": ``)."""
+    name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
+    return name_key, rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
+
+
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""Calls written back to back after one opener (``<|python_start|>{"name": …, "parameters": {…}}{…}``).
     A call region cannot end at the ``}`` that closes its object and begin the next at the ``{`` after it:
@@ -176,8 +182,7 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     head up to the arguments, ``{"name": "<name>", "parameters": `` (after the opener, or right after the
     previous call), its body is the arguments, and it closes on the object's ``}`` followed by the next
     head, the opener's end marker or the end of the turn."""
-    name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
-    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
+    name_key, head = _call_head(t)
     sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
     opener = "|".join(literals(_openers(t, start)))
     end = t.call_end.strip()
@@ -201,8 +206,7 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     (or right after the reasoning), a later one only after the previous object and the separator when
     everything before it is such objects (a lookbehind to the start, run last), so a JSON object in
     prose stays content. The separator is consumed by the close."""
-    name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
-    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
+    name_key, head = _call_head(t)
     raw = t.call_separator
     sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else "")
     obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
@@ -320,6 +324,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
 _Q1 = r"'(?:[^'\\]|\\.)*'"
 _Q2 = r'"(?:[^"\\]|\\.)*"'
 _NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\}})"
+_NEST2 = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")  # beside a value group of its own
 _PY_VALUE = (rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
              # a string cut off where the call's text ends (a token limit) keeps what arrived
              r"|'(?P<value>(?:[^'\\]|\\.)*)\Z|\"(?P<value>(?:[^\"\\]|\\.)*)\Z")
@@ -328,7 +333,7 @@ _PY_VALUE = (rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P
 # Each value whole, quotes included, for values a template writes as JSON (``tojson``): the json parser
 # reads strings with their escapes, lists and dicts; True/None and other bare words come back as text,
 # which ``tools=`` casts by the schema.
-_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST.replace('(?P<nest>', '(?P<n2>').replace('(?&nest)', '(?&n2)')}|[^,\s()\[\]{{}}'\"]+" + rf"|{_Q1[:-1]}\Z|{_Q2[:-1]}\Z"  # a string cut off, as above
+_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST2}|[^,\s()\[\]{{}}'\"]+" + rf"|{_Q1[:-1]}\Z|{_Q2[:-1]}\Z"  # a string cut off, as above
 PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
 # Raw strings in single quotes (their text kept exactly) and lists/dicts in Python quoting.
 PY_LITERAL_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}
@@ -344,8 +349,7 @@ def _pythonic_args(t: Tools) -> dict:
     if t.arguments.python_values:
         # A double-quoted string is taken between its quotes as written (a model's "a\nb" stays so, as
         # llama.cpp reads it); single-quoted strings, lists and dicts whole.
-        nest = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")
-        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{nest}|[^,\s()\[\]{{}}'\"]+)|(?P<value>{_Q1[:-1]}\Z)|\"(?P<value>(?:[^\"\\]|\\.)*)\Z"  # cut strings too
+        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST2}|[^,\s()\[\]{{}}'\"]+)|(?P<value>{_Q1[:-1]}\Z)|\"(?P<value>(?:[^\"\\]|\\.)*)\Z"  # cut strings too
         return {"tag_pattern": rf"{key}(?:{value})", "value_parser": PY_LITERAL_PARSER}
     return {"tag_pattern": rf"{key}(?:{_PY_VALUE})"}
 
@@ -633,13 +637,13 @@ def never_raises(field: dict) -> dict:
     # region's start, where ``\G`` follows the opener. Where ``\G`` follows a value's ``}`` or ``]`` instead
     # (a pending close's text was streamed up to the value's end), no second value joins the region; where
     # the opener itself ends with one, the shape is checked again (after the balanced check, so once).
-    ends_value = bool(re.search(r"\\[\]}]\)?$", _open_regex(field)))
+    opener = _open_regex(field)
+    ends_value = bool(re.search(r"\\[\]}]\)?$", opener))
     check, start = (rf"(?={shape})", "") if ends_value else ("", r"(?<![}\]])")
     value = (rf"\G{start}(?=\s*+(?&jb)(?:{follows})){check}\s*+(?&jb)\K"
              + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else ""))
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
     # test, so one-shot and streamed agree); the balanced check first.
-    opener = _open_regex(field)
     field.pop("open", None)
     # The balanced check and what follows first: they stay partial while the value arrives, and the grammar
     # runs once the value is whole (it ends where the balanced match ends).
@@ -649,7 +653,7 @@ def never_raises(field: dict) -> dict:
     # follows a ``}`` or ``]``, and not the open's own: a stream may have flushed the value into the region
     # while the close was pending, and then only ``\G`` alternatives are left to end it).
     bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
-    own = f"(?<!{bare_opener})" if re.search(r"\\[\]}]\)?$", opener) else ""
+    own = f"(?<!{bare_opener})" if ends_value else ""
     after_cut = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))" if cut else ""
     field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + dialect.define(grammar=ends_value)
     keys = list(field)

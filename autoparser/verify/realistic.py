@@ -29,7 +29,7 @@ import functools
 import regex as re
 from ..analysis.diff import markers
 from ..analysis.model import Analysis
-from .roundtrip import Case, _compare, _Parsing
+from .roundtrip import Case, _compare, _Parsing, _strings
 
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
             "reasoning_opener_missing", "stray_reasoning_close", "ids_removed", "text_around_calls", "malformed_call", "call_truncated")
@@ -72,7 +72,9 @@ def _edit(text: str, spans, fn) -> str:
 
 
 def _variants(case: Case, a: Analysis, marks: list[str]):
-    """(variant, text, expected, judge) for one verified case; judge is "same" or "kept" (malformed)."""
+    """(variant, text, expected, judge) for one verified case; judge is "same" (the expected message),
+    "around" (content and the text after the calls both kept), or a text that must stay visible somewhere
+    in the parsed message (a malformed or cut call)."""
     g, exp = case.generated, case.expected
     spans = _spans(g, marks)
     if spans:
@@ -148,21 +150,8 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
         content = got.get("content") or ""
         lost = [x for x in (exp["content"].replace(AFTER, "").strip(), AFTER) if x and x not in content]
         return f"content lost {lost[0][:40]!r} (the implicit content keeps its last region)" if lost else None
-    return None if any(judge in s for s in _strings(got)) else f"the call's text {judge!r} is lost"
-
-
-def _strings(value):
-    """Every string a parsed message holds (content, reasoning, names, argument values and keys, arguments
-    left as text): where written text may have gone."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield str(k)
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+    # Every key and leaf of the message: wherever the written text may have gone, it is still visible.
+    return None if any(judge in s for s in _strings(got, [])) else f"the call's text {judge!r} is lost"
 
 
 def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, reasoning_field: str = "thinking",
