@@ -675,7 +675,7 @@ class _Parsing:
         except Exception:  # noqa: BLE001 - each parse then raises it, as a verification failure
             self.spec = response_template
         self.memo = pr.memo.setdefault("parses", {}) if pr is not None else {}
-        self.tails: dict[str, str] = {}
+        self.tails: dict[str, tuple[str, str]] = {}
         if len(self.memo) > 4096:
             self.memo.clear()
         try:
@@ -687,20 +687,32 @@ class _Parsing:
         """What a parse reads of the prompt: ``ResponseParser`` keeps only the text after its last start
         anchor (``truncate_past_last_anchor``), so prompts that differ before it (a history turn, another
         system text) parse the same generated text to the same message: half of verify's parses."""
-        tail = self.tails.get(prompt)
-        if tail is None:
+        return self._prefix(prompt)[0]
+
+    def _prefix(self, prompt: str) -> tuple[str, str]:
+        """(the tail, the prefix a parse is given): the prompt from its last anchor on, where the parser reads
+        the same tail from it, so each parse does not search the whole prompt (tools, history) again."""
+        hit = self.tails.get(prompt)
+        if hit is None:
             try:
                 tail = self.spec.truncate_past_last_anchor(prompt)
+                last = None
+                for last in self.spec.start_anchor_re.finditer(prompt):
+                    pass
+                short = prompt[last.start():] if last is not None else prompt
+                hit = (tail, short if self.spec.truncate_past_last_anchor(short) == tail else prompt)
             except Exception:  # noqa: BLE001 - a template that does not load: each parse raises its error
-                tail = prompt
-            self.tails[prompt] = tail
-        return tail
+                hit = (prompt, prompt)
+            self.tails[prompt] = hit
+        return hit
 
     def one_shot(self, prompt: str, text: str) -> dict:
-        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prompt, tools=VERIFY_TOOLS))
+        prefix = self._prefix(prompt)[1]
+        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prefix, tools=VERIFY_TOOLS))
 
     def streamed(self, prompt: str, text: str) -> dict:
-        return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prompt, VERIFY_TOOLS))
+        prefix = self._prefix(prompt)[1]
+        return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prefix, VERIFY_TOOLS))
 
     def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
         """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
