@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -407,6 +408,14 @@ def _carried(pr: Prober, a: Analysis, msgs: list[dict], variant: dict, value: st
     return not any(v in inputs for v in (value, value[:8], value[-8:]))
 
 
+def _traces(value: str, text: str) -> bool:
+    """Whether any run of six or more letters, digits and spaces of ``value`` is in ``text``: what a rendering
+    of the value through a name the template does not spell (``message|tojson``, a loop over its items) would
+    leave, escaped or not."""
+    return any(run.strip() in text for run in _RUNS.findall(value) if len(run.strip()) >= 6)
+
+
+_RUNS = re.compile(r"[\w ]{6,}")
 _TOOL_NAMES = frozenset(t["function"]["name"] for t in VERIFY_TOOLS)
 
 
@@ -456,13 +465,23 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
     if reasoning.strip():
         alt = ALT if reasoning.strip() != ALT else ALT + "2"
         variant = {**{k: v for k, v in m.items() if k not in REASONING_KEYS}, "reasoning_content": alt}
-        hit = True if _carried(pr, a, msgs, variant, reasoning.strip(), text) else _changes(pr, a, msgs, mode, text, variant)
+        if _carried(pr, a, msgs, variant, reasoning.strip(), text):
+            hit = True
+        elif not pr.reads_reasoning and not _traces(reasoning, text):
+            hit = False  # spelt nowhere, and nothing of it in the text: no rendering reads it
+        else:
+            hit = _changes(pr, a, msgs, mode, text, variant)
         if hit or (hit is None and reasoning.strip() in text):
             exp["thinking"] = reasoning.strip()
     calls = m.get("tool_calls") or []
     if calls:
         renamed = [{**c, "function": {**c["function"], "name": ALT.lower()}} for c in calls]
-        hit = True if _named(pr, a, msgs, m, text) else _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
+        if _named(pr, a, msgs, m, text):
+            hit = True
+        elif "tool_calls" not in pr.r.source and not _traces("\0".join(_strings([[c.get("id"), c["function"]["name"], c["function"]["arguments"]] for c in calls], [])), text):
+            hit = False  # spelt nowhere, and nothing of them in the text: no rendering reads them
+        else:
+            hit = _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
         if hit or (hit is None and any(c["function"]["name"] in text for c in calls)):
             n = next((k for k in range(1, len(calls)) if _changes(pr, a, msgs, mode, text, {**m, "tool_calls": calls[:k]}) is False), len(calls))
             exp["tool_calls"] = [
