@@ -403,9 +403,21 @@ def _carried(pr: Prober, a: Analysis, msgs: list[dict], variant: dict, value: st
     text`` decides the same. Only long values qualify: a short one occurs by chance."""
     if len(value) < 16 or value not in text:
         return False
-    r = a.reasoning
-    inputs = "\0".join([pr.r.source, _TOOL_TEXT, *_strings(msgs, []), *_strings(variant, []), *pr.r.special_tokens.values(), r.start, r.end])
-    return not any(v in inputs for v in (value, value[:8], value[-8:]))
+    base, own = _read(pr, a, msgs), "\0".join(_strings(variant, []))
+    return not any(v in base or v in _TOOL_TEXT or v in own for v in (value, value[:8], value[-8:]))
+
+
+def _read(pr: Prober, a: Analysis, msgs: list[dict]) -> str:
+    """What every rendering of a conversation ``msgs`` reads besides the tools and the message itself (the
+    source, those messages, the special tokens) and the reasoning markers ``_generation`` adds, joined by
+    NULs, which no value holds: a value is in one of them exactly when it is in the joined text. Kept on the
+    prober: every probe message's checks ask it again."""
+    key = ("read", repr(msgs), a.reasoning.start, a.reasoning.end)
+    hit = pr.memo.get(key)
+    if hit is None:
+        r = a.reasoning
+        hit = pr.memo[key] = "\0".join([pr.r.source, *_strings(msgs, []), *pr.r.special_tokens.values(), r.start, r.end])
+    return hit
 
 
 def _traces(value: str, text: str) -> bool:
@@ -430,10 +442,9 @@ def _named(pr: Prober, a: Analysis, msgs: list[dict], m: dict, text: str) -> boo
     if not shown:
         return False
     unnamed = {**m, "tool_calls": [{**c, "function": {**c["function"], "name": ""}} for c in m["tool_calls"]]}
-    r = a.reasoning
-    inputs = "\0".join([pr.r.source, *_strings(msgs, []), *_strings(unnamed, []), *pr.r.special_tokens.values(), r.start, r.end])
+    base, own = _read(pr, a, msgs), "\0".join(_strings(unnamed, []))
     listed_not_shown = any(n not in text for n in _TOOL_NAMES - names)
-    return any(n not in inputs and (n not in _TOOL_TEXT or listed_not_shown) for n in shown)
+    return any(n not in base and n not in own and (n not in _TOOL_TEXT or listed_not_shown) for n in shown)
 
 
 def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, text: str) -> tuple[dict, dict | None]:
