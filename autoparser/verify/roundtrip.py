@@ -232,9 +232,10 @@ def cuts(spec, text: str) -> list[int]:
         s, e = m.span()
         at.update((s, s + 1, (s + e) // 2, e - 1, e, e + 1, e + 2))
     out = [0]
-    for i in range(1, n + 1):
-        if i in at or i - out[-1] >= SPAN or i == n:
-            out.append(i)
+    for i in sorted({x for x in at if 0 < x < n} | {n}) if n else ():  # every SPAN characters between them
+        while i - out[-1] > SPAN:
+            out.append(out[-1] + SPAN)
+        out.append(i)
     return out
 
 
