@@ -75,3 +75,15 @@ def test_headed_message_without_channel_is_content():
 def test_headed_message_ends_at_the_next_header():
     msg = _parse("channels", "<|ch|>think<|body|>Hmm.<|begin|>assistant<|ch|>answer<|body|>Answer")
     assert (msg.get("thinking"), msg["content"]) == ("Hmm.", "Answer"), msg
+
+
+@pytest.mark.parametrize("text", [
+    'Action:\n```json\n[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]\n```<|end|>',  # as rendered
+    'Action: ```json\n[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]\n```<|end|>',  # a space for the newline
+    'Action:```json[{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]```',  # none, the end marker stripped
+])
+def test_json_calls_after_an_opener_with_whitespace_inside(text):
+    """The whitespace a template writes inside a call's opener (``Action:\\n```json``) is any whitespace or
+    none, as between markers (Command R+ writes ``Action: ```json``, Ollama's tests)."""
+    msg = _parse("action-fence-json", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and not (msg.get("content") or "").strip(), msg

@@ -145,7 +145,10 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     field: dict = {}
     key = re.escape(t.first_key)
     obj = rf"\{{\s*\"{key}\""  # a call object's start
-    if start:
+    if start and any(c.isspace() for c in start):
+        # Whitespace inside the opener (``Action:\n```json``) is any whitespace or none, as between markers.
+        field["open_pattern"] = "|".join(_flex(o) for o in sorted(_openers(t, start), key=len, reverse=True))
+    elif start:
         field["open"] = one(_openers(t, start))
     else:
         # No marker of its own: the call stands at the start of the reply, or right after the reasoning.
