@@ -321,16 +321,12 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     return field, warnings
 
 
-# Python literals for the pythonic argument grammar: quoted strings (value = the text inside the
-# quotes, unescaped as the template wrote it), bracketed lists/dicts matched recursively (value = the
-# literal, which the tool-schema cast json-decodes), and bare atoms (numbers, True, None).
+# Python literals for the pythonic argument grammar: quoted strings, bracketed lists/dicts matched
+# recursively, and bare atoms (numbers, True, None).
 _Q1 = r"'(?:[^'\\]|\\.)*'"
 _Q2 = r'"(?:[^"\\]|\\.)*"'
 _NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\}})"
 _NEST2 = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")  # beside a value group of its own
-_PY_VALUE = (rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST}|[^,\s()\[\]{{}}'\"]+)"
-             # a string cut off where the call's text ends (a token limit) keeps what arrived
-             r"|'(?P<value>(?:[^'\\]|\\.)*)\Z|\"(?P<value>(?:[^\"\\]|\\.)*)\Z")
 
 
 # Each value whole, quotes included, for values a template writes as JSON (``tojson``): the json parser
@@ -338,23 +334,38 @@ _PY_VALUE = (rf"'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P
 # which ``tools=`` casts by the schema.
 _PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST2}|[^,\s()\[\]{{}}'\"]+" + rf"|{_Q1[:-1]}\Z|{_Q2[:-1]}\Z"  # a string cut off, as above
 PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
-# Raw strings in single quotes (their text kept exactly) and lists/dicts in Python quoting.
-PY_LITERAL_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}
+
+# Values spelled as Python writes them (a template that prints ``{{ v }}``, or none the diffs saw): the
+# spelling carries the type. Every value goes through one json parser that reads ' as a string delimiter;
+# what is handed to it decides what comes back:
+# - a quoted string whose text JSON reproduces exactly (single-quoted with no backslash; double-quoted
+#   with no backslash, quote, apostrophe or control character) whole, quotes included: a string, always
+#   (``"42"`` stays "42", ``'a "b"'`` is a "b");
+# - any other quoted string: the text between its quotes, as written (``"a\nb"`` keeps its backslash, as
+#   llama.cpp reads it; ``'it\'s'`` its escape), which no json decoder reads, so it stays text;
+# - a bracketed list or dict whole: JSON or Python quoting read as a list/dict (``['a','b']``); one
+#   holding True/None is no JSON and comes back as its text;
+# - a bare atom: ``42``, ``0.95``, ``true``, ``null`` typed; ``True``/``None``/``celsius`` as text
+#   (``tools=`` casts True/None by the schema).
+# ``strip`` off: a value that is not JSON keeps its spaces.
+_SQ_EXACT = r"'[^'\\]*'"
+_DQ_EXACT = r'"[^"\\\'\x00-\x1f]*"'
+_PY_TYPED = (rf"(?P<value>{_SQ_EXACT}|{_DQ_EXACT}|{_NEST2}|[^,\s()\[\]{{}}'\"]+)"
+             rf"|'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\""
+             # a string cut off where the call's text ends (a token limit) keeps what arrived
+             r"|'(?P<value>(?:[^'\\]|\\.)*)\Z|\"(?P<value>(?:[^\"\\]|\\.)*)\Z")
+PY_TYPED_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True, "strip": False}}
 
 
 def _pythonic_args(t: Tools) -> dict:
     """The xml-inline arguments of a pythonic call. Values a template writes as JSON (``tojson``) are
-    matched whole and read by the json parser (escapes, nesting); others are the text between the
-    quotes, or the bare literal, as written (``tools=`` casts them by the schema)."""
+    matched whole and read by the json parser (escapes, nesting); others are typed by their spelling
+    (``_PY_TYPED``), which holds whatever the template printed: models write Python and JSON literals
+    alike (``count=42, enabled=true, items=['a','b']``) whether or not their template does."""
     key = rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}"
     if t.arguments.json_values:
         return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL})", "value_parser": PY_VALUE_PARSER}
-    if t.arguments.python_values:
-        # A double-quoted string is taken between its quotes as written (a model's "a\nb" stays so, as
-        # llama.cpp reads it); single-quoted strings, lists and dicts whole.
-        value = rf"(?P<value>{_Q1})|\"(?P<value>(?:[^\"\\]|\\.)*)\"|(?P<value>{_NEST2}|[^,\s()\[\]{{}}'\"]+)|(?P<value>{_Q1[:-1]}\Z)|\"(?P<value>(?:[^\"\\]|\\.)*)\Z"  # cut strings too
-        return {"tag_pattern": rf"{key}(?:{value})", "value_parser": PY_LITERAL_PARSER}
-    return {"tag_pattern": rf"{key}(?:{_PY_VALUE})"}
+    return {"tag_pattern": rf"{key}(?:{_PY_TYPED})", "value_parser": PY_TYPED_PARSER}
 
 
 def _bare_pythonic_open(t: Tools, name: str, close: str) -> tuple[str, str]:

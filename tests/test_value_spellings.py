@@ -1,0 +1,77 @@
+"""How models spell argument values, and what the emitted templates make of them (issue 17; docs/FORMATS.md
+§7b, argument values). Parsed with transformers' ``parse_response`` one-shot and streamed in chunks (both agree).
+
+Pythonic values carry their type in their spelling (a string is always quoted), so they come back typed
+whatever the template printed; a quoted string stays a string. Tagged values carry no spelling of their
+type: only the tool schema (``tools=``) types them, and a string-typed value keeps its text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+import autoparser
+from autoparser.cli.parse import generation_prompt
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def _args(name: str, text: str, tools=None) -> list[dict]:
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    template = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    one = parse_response(text, template, prefix=prefix, tools=tools)
+    for size in (1, 4):
+        p = ResponseParser(template, prefix=prefix, tools=tools)
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        assert p.finalize()[0] == one, (name, text, size)
+    return [c["function"]["arguments"] for c in one.get("tool_calls") or []]
+
+
+def _tool(name: str, **types) -> dict:
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {k: {"type": v} for k, v in types.items()}}}}
+
+
+def test_pythonic_values_are_typed_by_their_spelling():
+    """The template prints strings in single quotes and True/None; models also write JSON literals and
+    double quotes. Numbers, true/null, lists and dicts in either quoting come back typed, without tools=."""
+    text = ("<|tool_call_start|>[f(count=42, ratio=0.95, on=true, nothing=null, items=['a','b c'], "
+            'nums=[1, 2], obj={"k": "v"}, py={\'k\': \'v\'}, word=celsius)]<|tool_call_end|><|im_end|>')
+    assert _args("pythonic-literals", text) == [{
+        "count": 42, "ratio": 0.95, "on": True, "nothing": None, "items": ["a", "b c"],
+        "nums": [1, 2], "obj": {"k": "v"}, "py": {"k": "v"}, "word": "celsius"}]
+
+
+def test_pythonic_quoted_strings_stay_strings_as_written():
+    """A quoted value is a string whatever it reads as: "42", 'true', "[1]" are not retyped; text JSON
+    cannot reproduce is kept as written between its quotes (escapes, apostrophes, spaces)."""
+    text = ('<|tool_call_start|>[f(a="42", b=\'true\', c="[1]", d=\'say "hi"\', e="a\\nb", f=\'it\\\'s\', '
+            'g="don\'t \'x\'", h=" padded ", i=\'line\nbreak\')]<|tool_call_end|><|im_end|>')
+    assert _args("pythonic-literals", text) == [{
+        "a": "42", "b": "true", "c": "[1]", "d": 'say "hi"', "e": "a\\nb", "f": "it\\'s",
+        "g": "don't 'x'", "h": " padded ", "i": "line\nbreak"}]
+
+
+def test_pythonic_python_words_are_cast_by_the_schema():
+    """True/None are no JSON: without tools= they come back as text, with tools= the schema casts them.
+    A dict holding True is no JSON either and no parser of the format reads it: it comes back as its text."""
+    text = "<|tool_call_start|>[f(on=True, off=None, cfg={'on': True})]<|tool_call_end|><|im_end|>"
+    assert _args("pythonic-literals", text) == [{"on": "True", "off": "None", "cfg": "{'on': True}"}]
+    tools = [_tool("f", on="boolean", off="null", cfg="object")]
+    assert _args("pythonic-literals", text, tools) == [{"on": True, "off": None, "cfg": "{'on': True}"}]
+
+
+def test_tagged_values_are_typed_by_the_schema_only():
+    """Without tools= every tagged value is text; with tools= the schema decides: a string keeps its text,
+    quotes included (a value may legitimately be quoted), numbers and JSON objects/arrays are read. A
+    Python-quoted list typed array is no JSON and stays text (the format has no Python-literal reader)."""
+    text = ('<call>f<k>city</k><v>"London"</v><k>zip</k><v>02134</v><k>n</k><v>3</v>'
+            '<k>tags</k><v>["a"]</v><k>py</k><v>[\'a\']</v></call><|im_end|>')
+    raw = {"city": '"London"', "zip": "02134", "n": "3", "tags": '["a"]', "py": "['a']"}
+    assert _args("kv-tagged", text) == [raw]
+    tools = [_tool("f", city="string", zip="string", n="integer", tags="array", py="array")]
+    assert _args("kv-tagged", text, tools) == [{**raw, "n": 3, "tags": ["a"]}]
