@@ -35,6 +35,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import _PassArg
 
 from ..errors import TemplateError
+from .lexer import lexer_for
 
 MAX_OUTPUT = 1 << 20  # characters one render (or any value it builds) may hold
 MAX_TEMPLATE = 4 << 20  # characters of template source we accept
@@ -398,11 +399,6 @@ def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
                 children.extend(x for x in v if isinstance(x, jinja2.nodes.Node))
         stack.extend(children)
 
-        def iter_child_nodes(exclude=None, only=None, _children=children, _real=n.iter_child_nodes):
-            return iter(_children) if exclude is None and only is None else _real(exclude, only)
-
-        n.iter_child_nodes = iter_child_nodes  # every visitor walks the children; read them once
-
     answers: dict[type, bool] = {}
 
     def absent(node_type) -> bool:  # asked at every for loop and assignment: answered once per kind
@@ -520,6 +516,10 @@ def _bounded(base: type) -> type:
         # Repetition, addition, formatting and big-integer products are the cheap ways to balloon.
         intercepted_binops = frozenset({"*", "**", "+", "%"})
         _safe_attrs: dict = {}  # (exact type in _PLAIN, attribute) -> what is_safe_attribute says, per class
+
+        @property
+        def lexer(self):
+            return lexer_for(self)
 
         def call_binop(self, context, operator, left, right):
             if type(left) is str and type(right) is str and operator == "+":  # nine in ten: ``'<|' + role``
