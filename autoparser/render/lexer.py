@@ -25,14 +25,16 @@ _TOKEN = tuple.__new__  # Token(...) without its Python-level __new__
 
 
 def _alternation(rules: list) -> re.Pattern:
-    """One pattern trying ``(kind, compiled pattern)`` in order: each under its own flags, named by its kind."""
+    """One pattern trying ``(kind, compiled pattern)`` in order: each under its own flags, named by its kind.
+    Whitespace between tokens is skipped in the same match (no other rule's match starts with whitespace, so
+    the next token is the one jinja finds after its whitespace token; ``*+`` never gives any back)."""
     parts = []
     for kind, rx in rules:
         flags = "".join(c for f, c in ((re.I, "i"), (re.M, "m"), (re.S, "s"), (re.X, "x")) if rx.flags & f)
         tail = "\n" if rx.flags & re.X else ""  # a verbose pattern may end in a comment
         body = f"(?{flags}:{rx.pattern}{tail})" if flags else f"(?:{rx.pattern})"
         parts.append(f"(?P<{kind}>{body})")
-    return re.compile("|".join(parts))
+    return re.compile(f"{jl.whitespace_re.pattern[:-1]}*+(?:{'|'.join(parts)})")
 
 
 class Lexer(jl.Lexer):
@@ -51,6 +53,9 @@ class Lexer(jl.Lexer):
         inner = [(r.tokens, r.pattern) for r in rules[jl.TOKEN_BLOCK_BEGIN][1:]]
         if [k for k, _ in inner] != [jl.TOKEN_WHITESPACE, jl.TOKEN_FLOAT, jl.TOKEN_INTEGER, jl.TOKEN_NAME, jl.TOKEN_STRING, jl.TOKEN_OPERATOR]:
             self.fast = False  # a jinja whose tag rules differ from the ones this was written against
+        if jl.whitespace_re.pattern != r"\s+" or jl.whitespace_re.flags & ~re.U:
+            self.fast = False
+        inner = inner[1:]  # whitespace: skipped ahead of each token (``_alternation``)
         # Per tag kind: (the rules with the tag's end first, the rules without it: inside brackets the end is no end).
         self.tags = {
             kind: (_alternation([("end", rules[kind][0].pattern), *inner]), _alternation(inner), end)
@@ -68,7 +73,7 @@ class Lexer(jl.Lexer):
             del lines[-1]
         source = "\n".join(lines)  # from here on every line ends in \n alone: text needs no newline conversion
         root, comment, raw, tags = self.root, self.comment, self.raw, self.tags
-        blank = jl.whitespace_re.fullmatch
+        blank, space = jl.whitespace_re.fullmatch, jl.whitespace_re.match
         operators = jl.operators
         data_t, name_t, string_t, int_t, float_t = jl.TOKEN_DATA, jl.TOKEN_NAME, jl.TOKEN_STRING, jl.TOKEN_INTEGER, jl.TOKEN_FLOAT
         closers = {"{": "}", "(": ")", "[": "]"}
@@ -117,15 +122,21 @@ class Lexer(jl.Lexer):
             brackets: list[str] = []
             while True:
                 m = (without_end if brackets else with_end).match(source, pos)
-                if m is None:
+                if m is None:  # after any whitespace: the source's end, or a character no rule takes
+                    blanks = space(source, pos)
+                    if blanks is not None:
+                        lineno += blanks.group().count("\n")
+                        pos = blanks.end()
                     if pos >= size:
                         return
                     raise TemplateSyntaxError(f"unexpected char {source[pos]!r} at {pos}", lineno, name, filename)
-                k, value = m.lastgroup, m.group()
+                k = m.lastgroup
+                start = m.start(k)
+                if start != pos:
+                    lineno += source.count("\n", pos, start)
+                value = m.group(k)
                 pos = m.end()
-                if k == "whitespace":
-                    lineno += value.count("\n")
-                elif k == "operator":
+                if k == "operator":
                     if value in closers:
                         brackets.append(closers[value])
                     elif value in ("}", ")", "]"):

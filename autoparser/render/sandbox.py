@@ -29,6 +29,7 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.nodes
+import jinja2.parser
 import jinja2.runtime
 from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
@@ -373,31 +374,40 @@ def _guard_filter(name: str, f):
     return guarded
 
 
-def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
-    """jinja's code generator searches the tree for kinds of node chat templates rarely hold: the whole
-    template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and names
-    to find an assignment to ``loop``), and its visitors re-read every node's children through generators;
-    together a third of the compile. One walk records which kinds occur and each node's children; a search
-    for a kind that never occurs returns nothing at once. Same generated code; the tree is the code
-    generator's alone (``from_string`` drops it)."""
+class _Parser(jinja2.parser.Parser):
+    def parse(self) -> jinja2.nodes.Template:
+        root = jinja2.nodes.Template(self.subparse(), lineno=1)
+        _attach(root, self.environment)
+        return root
+
+
+def _attach(root: jinja2.nodes.Template, environment) -> None:
+    """What jinja's parser does last (every node gets the environment), in the same walk as what makes the
+    code generator's searches cheap: it searches the tree for kinds of node chat templates rarely hold, the
+    whole template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and
+    names to find an assignment to ``loop``). The walk records which kinds occur; a search for a kind that
+    never occurs returns nothing at once. Same generated code; every search gives what it gives without."""
     kinds, searched, loop_store = set(), [root], False
+    node_class, for_class, assign_class, name_class = jinja2.nodes.Node, jinja2.nodes.For, jinja2.nodes.Assign, jinja2.nodes.Name
     stack = [root]
+    pop, push = stack.pop, stack.append
     while stack:
-        n = stack.pop()
+        n = pop()
+        n.environment = environment
         t = type(n)
         kinds.add(t)
-        if t is jinja2.nodes.For or t is jinja2.nodes.Assign:
+        if t is for_class or t is assign_class:
             searched.append(n)
-        elif t is jinja2.nodes.Name and n.ctx == "store" and n.name == "loop":
+        elif t is name_class and n.ctx == "store" and n.name == "loop":
             loop_store = True
-        children = []
-        for f in n.fields:
+        for f in t.fields:  # the children, as ``Node.iter_child_nodes`` finds them
             v = getattr(n, f, None)
-            if isinstance(v, jinja2.nodes.Node):
-                children.append(v)
+            if isinstance(v, node_class):
+                push(v)
             elif isinstance(v, list):
-                children.extend(x for x in v if isinstance(x, jinja2.nodes.Node))
-        stack.extend(children)
+                for x in v:
+                    if isinstance(x, node_class):
+                        push(x)
 
     answers: dict[type, bool] = {}
 
@@ -408,8 +418,8 @@ def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
         return hit
 
     for n in searched:
-        def find_all(node_type, _real=n.find_all, _loop=type(n) is jinja2.nodes.For):
-            if absent(node_type) or (_loop and node_type is jinja2.nodes.Name and not loop_store):
+        def find_all(node_type, _real=n.find_all, _loop=type(n) is for_class):
+            if absent(node_type) or (_loop and node_type is name_class and not loop_store):
                 return iter(())  # a for loop searches its names only for a store to ``loop``
             return _real(node_type)
 
@@ -454,10 +464,6 @@ class _CodeGenerator(CodeGenerator):
         if f:
             return f(self, node, *args, **kwargs)
         return self.generic_visit(node, *args, **kwargs)
-
-    def visit_Template(self, node, frame=None):
-        _skip_empty_searches(node)
-        super().visit_Template(node, frame)
 
     def _output_child_to_const(self, node, frame, finalize):
         if not isinstance(node, jinja2.nodes.TemplateData):
@@ -520,6 +526,9 @@ def _bounded(base: type) -> type:
         @property
         def lexer(self):
             return lexer_for(self)
+
+        def _parse(self, source, name, filename):
+            return _Parser(self, source, name, filename).parse()
 
         def call_binop(self, context, operator, left, right):
             if type(left) is str and type(right) is str and operator == "+":  # nine in ten: ``'<|' + role``
@@ -762,7 +771,7 @@ _TREES_LOCK = threading.Lock()
 def syntax_tree(source: str):
     """The parse tree the sandbox compiled ``source`` from when it is one of the last few compiled (no
     second parse for reading the names a template spells), else None. The code generator only adds
-    shortcuts to its nodes (``_skip_empty_searches``): every search and walk gives what it gives on a
+    shortcuts to its nodes (``_attach``): every search and walk gives what it gives on a
     fresh parse."""
     with _TREES_LOCK:
         return _TREES.get(source)
