@@ -381,12 +381,19 @@ class _Parser(jinja2.parser.Parser):
         return root
 
 
+def _no_children(exclude=None, only=None):
+    return iter(())
+
+
 def _attach(root: jinja2.nodes.Template, environment) -> None:
     """What jinja's parser does last (every node gets the environment), in the same walk as what makes the
     code generator's searches cheap: it searches the tree for kinds of node chat templates rarely hold, the
     whole template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and
     names to find an assignment to ``loop``). The walk records which kinds occur; a search for a kind that
-    never occurs returns nothing at once. Same generated code; every search gives what it gives without."""
+    never occurs returns nothing at once. Leaves answer "no children" without jinja's generators. Same
+    generated code; every search and walk gives what it gives without. (Remembering every node's children
+    saves the visitors as much again but costs more than it saves: a closure per node, and the garbage
+    collector's passes over them.)"""
     kinds, searched, loop_store = set(), [root], False
     node_class, for_class, assign_class, name_class = jinja2.nodes.Node, jinja2.nodes.For, jinja2.nodes.Assign, jinja2.nodes.Name
     stack = [root]
@@ -400,6 +407,7 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
             searched.append(n)
         elif t is name_class and n.ctx == "store" and n.name == "loop":
             loop_store = True
+        before = len(stack)
         for f in t.fields:  # the children, as ``Node.iter_child_nodes`` finds them
             v = getattr(n, f, None)
             if isinstance(v, node_class):
@@ -408,6 +416,8 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
                 for x in v:
                     if isinstance(x, node_class):
                         push(x)
+        if len(stack) == before:  # a leaf (names, constants, text): half the nodes, each walked by every
+            n.iter_child_nodes = _no_children  # frame's symbol visitor; one shared answer, nothing allocated
 
     answers: dict[type, bool] = {}
 
