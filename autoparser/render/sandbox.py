@@ -394,8 +394,9 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
     generated code; every search and walk gives what it gives without. (Remembering every node's children
     saves the visitors as much again but costs more than it saves: a closure per node, and the garbage
     collector's passes over them.)"""
-    kinds, searched, loop_store = set(), [root], False
+    kinds, searched, loop_store, filters, tests = set(), [root], False, set(), set()
     node_class, for_class, assign_class, name_class = jinja2.nodes.Node, jinja2.nodes.For, jinja2.nodes.Assign, jinja2.nodes.Name
+    filter_class, test_class = jinja2.nodes.Filter, jinja2.nodes.Test
     stack = [root]
     pop, push = stack.pop, stack.append
     while stack:
@@ -405,8 +406,13 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
         kinds.add(t)
         if t is for_class or t is assign_class:
             searched.append(n)
-        elif t is name_class and n.ctx == "store" and n.name == "loop":
-            loop_store = True
+        elif t is name_class:
+            if n.ctx == "store" and n.name == "loop":
+                loop_store = True
+        elif t is filter_class:
+            filters.add(n.name)
+        elif t is test_class:
+            tests.add(n.name)
         before = len(stack)
         for f in t.fields:  # the children, as ``Node.iter_child_nodes`` finds them
             v = getattr(n, f, None)
@@ -419,6 +425,8 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
         if len(stack) == before:  # a leaf (names, constants, text): half the nodes, each walked by every
             n.iter_child_nodes = _no_children  # frame's symbol visitor; one shared answer, nothing allocated
 
+    if jinja2.nodes.Block not in kinds:  # the code generator's search for them stops at blocks
+        root.sandbox_dependencies = (filters, tests)  # (``_CodeGenerator.pull_dependencies``)
     answers: dict[type, bool] = {}
 
     def absent(node_type) -> bool:  # asked at every for loop and assignment: answered once per kind
@@ -474,6 +482,25 @@ class _CodeGenerator(CodeGenerator):
         if f:
             return f(self, node, *args, **kwargs)
         return self.generic_visit(node, *args, **kwargs)
+
+    def visit_Template(self, node, frame=None):
+        self._dependencies = (node.body, getattr(node, "sandbox_dependencies", None))
+        super().visit_Template(node, frame)
+
+    def pull_dependencies(self, nodes):
+        # The template's filters and tests, bound once at its start: their names were gathered by the parse's
+        # last walk (``_attach``), where jinja walks the tree again. Those this environment has are bound
+        # directly (its filters and tests never change once it is made); jinja's own code, which defers a
+        # missing one's error to its use, is kept for any template naming one it lacks.
+        body, names = getattr(self, "_dependencies", (None, None))
+        env = self.environment
+        if nodes is not body or names is None or not (names[0] <= env.filters.keys() and names[1] <= env.tests.keys()):
+            return super().pull_dependencies(nodes)
+        for id_map, found, kind in ((self.filters, names[0], "filters"), (self.tests, names[1], "tests")):
+            for name in sorted(found):
+                if name not in id_map:
+                    id_map[name] = self.temporary_identifier()
+                self.writeline(f"{id_map[name]} = environment.{kind}[{name!r}]")
 
     def _output_child_to_const(self, node, frame, finalize):
         if not isinstance(node, jinja2.nodes.TemplateData):
