@@ -385,20 +385,31 @@ def _no_children(exclude=None, only=None):
     return iter(())
 
 
+class _Children(list):
+    """A node's children, read once: its ``iter_child_nodes``. One object per inner node (a closure per node
+    cost more in the garbage collector's passes than the visitors saved)."""
+
+    __slots__ = ("node",)
+
+    def __call__(self, exclude=None, only=None):
+        if exclude is None and only is None:
+            return iter(self)
+        return jinja2.nodes.Node.iter_child_nodes(self.node, exclude, only)
+
+
 def _attach(root: jinja2.nodes.Template, environment) -> None:
     """What jinja's parser does last (every node gets the environment), in the same walk as what makes the
     code generator's searches cheap: it searches the tree for kinds of node chat templates rarely hold, the
     whole template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and
     names to find an assignment to ``loop``). The walk records which kinds occur; a search for a kind that
-    never occurs returns nothing at once. Leaves answer "no children" without jinja's generators. Same
-    generated code; every search and walk gives what it gives without. (Remembering every node's children
-    saves the visitors as much again but costs more than it saves: a closure per node, and the garbage
-    collector's passes over them.)"""
+    never occurs returns nothing at once. Every frame's symbol visitor walks its subtree through each node's
+    ``iter_child_nodes`` (a generator over a generator of fields): each node's children are read here once.
+    Same generated code; every search and walk gives what it gives without."""
     kinds, searched, loop_store, filters, tests = set(), [root], False, set(), set()
     node_class, for_class, assign_class, name_class = jinja2.nodes.Node, jinja2.nodes.For, jinja2.nodes.Assign, jinja2.nodes.Name
     filter_class, test_class = jinja2.nodes.Filter, jinja2.nodes.Test
     stack = [root]
-    pop, push = stack.pop, stack.append
+    pop = stack.pop
     while stack:
         n = pop()
         n.environment = environment
@@ -413,17 +424,22 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
             filters.add(n.name)
         elif t is test_class:
             tests.add(n.name)
-        before = len(stack)
+        children = _Children()
+        add = children.append
         for f in t.fields:  # the children, as ``Node.iter_child_nodes`` finds them
             v = getattr(n, f, None)
             if isinstance(v, node_class):
-                push(v)
+                add(v)
             elif isinstance(v, list):
                 for x in v:
                     if isinstance(x, node_class):
-                        push(x)
-        if len(stack) == before:  # a leaf (names, constants, text): half the nodes, each walked by every
-            n.iter_child_nodes = _no_children  # frame's symbol visitor; one shared answer, nothing allocated
+                        add(x)
+        if children:
+            stack += children
+            children.node = n
+            n.iter_child_nodes = children
+        else:  # a leaf (names, constants, text): half the nodes; one shared answer, nothing kept
+            n.iter_child_nodes = _no_children
 
     if jinja2.nodes.Block not in kinds:  # the code generator's search for them stops at blocks
         root.sandbox_dependencies = (filters, tests)  # (``_CodeGenerator.pull_dependencies``)
