@@ -1,7 +1,8 @@
 """The sandbox's tokenizer: jinja's token stream, produced with fewer steps per token.
 
-A third of compiling a chat template went to tokenizing it: for every token jinja's lexer tries its rules one
-regular expression at a time (up to seven inside a tag), then a second generator converts each raw token.
+A fifth of compiling a chat template went to tokenizing it (0.13 s of 0.63 s CPU over the corpus; 0.06 s
+here): for every token jinja's lexer tries its rules one regular expression at a time (up to seven inside a
+tag, whitespace a token of its own), then a second generator converts each raw token.
 This one tries a tag's rules as one alternation of jinja's own expressions, in jinja's order (the first rule
 that matches wins in both), and yields finished tokens directly. What comes out is what jinja's
 ``Lexer.tokenize`` gives for the same source, token for token (type, value, line), and the same
@@ -34,7 +35,7 @@ def _alternation(rules: list) -> re.Pattern:
         tail = "\n" if rx.flags & re.X else ""  # a verbose pattern may end in a comment
         body = f"(?{flags}:{rx.pattern}{tail})" if flags else f"(?:{rx.pattern})"
         parts.append(f"(?P<{kind}>{body})")
-    return re.compile(f"{jl.whitespace_re.pattern[:-1]}*+(?:{'|'.join(parts)})")
+    return re.compile(rf"\s*+(?:{'|'.join(parts)})")  # jinja's whitespace rule is \s+ (``Lexer.__init__`` checks)
 
 
 class Lexer(jl.Lexer):
