@@ -10,6 +10,10 @@ The watchdog can only interrupt Python bytecode, so the guards below also refuse
 they run, the single C-level operations that would allocate or compute without bound (``'a'.ljust(10**9)``,
 huge integer products, printing a list that holds one string a thousand times), and compile-time constant
 folding is off so nothing runs outside the budget.
+
+Compiling is most of what a cold ``infer`` costs besides verification, so the sandbox tokenizes with its own
+lexer (``lexer``: jinja's tokens, fewer steps) and, in the parse's last walk (``_attach``), records what
+jinja's code generator would otherwise search the tree for again and again; the generated code is jinja's.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.nodes
+import jinja2.parser
 import jinja2.runtime
 from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import _PassArg
 
 from ..errors import TemplateError
+from .lexer import lexer_for
 
 MAX_OUTPUT = 1 << 20  # characters one render (or any value it builds) may hold
 MAX_TEMPLATE = 4 << 20  # characters of template source we accept
@@ -372,37 +378,75 @@ def _guard_filter(name: str, f):
     return guarded
 
 
-def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
-    """jinja's code generator searches the tree for kinds of node chat templates rarely hold: the whole
-    template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and names
-    to find an assignment to ``loop``), and its visitors re-read every node's children through generators;
-    together a third of the compile. One walk records which kinds occur and each node's children; a search
-    for a kind that never occurs returns nothing at once. Same generated code; the tree is the code
-    generator's alone (``from_string`` drops it)."""
-    kinds, searched, loop_store = set(), [root], False
+class _Parser(jinja2.parser.Parser):
+    def parse(self) -> jinja2.nodes.Template:
+        root = jinja2.nodes.Template(self.subparse(), lineno=1)
+        _attach(root, self.environment)
+        return root
+
+
+def _no_children(exclude=None, only=None):
+    return iter(())
+
+
+class _Children(list):
+    """A node's children, read once: its ``iter_child_nodes``. One object per inner node (a closure per node
+    cost more in the garbage collector's passes than the visitors saved)."""
+
+    __slots__ = ("node",)
+
+    def __call__(self, exclude=None, only=None):
+        if exclude is None and only is None:
+            return iter(self)
+        return jinja2.nodes.Node.iter_child_nodes(self.node, exclude, only)
+
+
+def _attach(root: jinja2.nodes.Template, environment) -> None:
+    """What jinja's parser does last (every node gets the environment), in the same walk as what makes the
+    code generator's searches cheap: it searches the tree for kinds of node chat templates rarely hold, the
+    whole template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and
+    names to find an assignment to ``loop``). The walk records which kinds occur; a search for a kind that
+    never occurs returns nothing at once. Every frame's symbol visitor walks its subtree through each node's
+    ``iter_child_nodes`` (a generator over a generator of fields): each node's children are read here once.
+    Same generated code; every search and walk gives what it gives without."""
+    kinds, searched, loop_store, filters, tests = set(), [root], False, set(), set()
+    node_class, for_class, assign_class, name_class = jinja2.nodes.Node, jinja2.nodes.For, jinja2.nodes.Assign, jinja2.nodes.Name
+    filter_class, test_class = jinja2.nodes.Filter, jinja2.nodes.Test
     stack = [root]
+    pop = stack.pop
     while stack:
-        n = stack.pop()
+        n = pop()
+        n.environment = environment
         t = type(n)
         kinds.add(t)
-        if t is jinja2.nodes.For or t is jinja2.nodes.Assign:
+        if t is for_class or t is assign_class:
             searched.append(n)
-        elif t is jinja2.nodes.Name and n.ctx == "store" and n.name == "loop":
-            loop_store = True
-        children = []
-        for f in n.fields:
+        elif t is name_class:
+            if n.ctx == "store" and n.name == "loop":
+                loop_store = True
+        elif t is filter_class:
+            filters.add(n.name)
+        elif t is test_class:
+            tests.add(n.name)
+        children = _Children()
+        add = children.append
+        for f in t.fields:  # the children, as ``Node.iter_child_nodes`` finds them
             v = getattr(n, f, None)
-            if isinstance(v, jinja2.nodes.Node):
-                children.append(v)
+            if isinstance(v, node_class):
+                add(v)
             elif isinstance(v, list):
-                children.extend(x for x in v if isinstance(x, jinja2.nodes.Node))
-        stack.extend(children)
+                for x in v:
+                    if isinstance(x, node_class):
+                        add(x)
+        if children:
+            stack += children
+            children.node = n
+            n.iter_child_nodes = children
+        else:  # a leaf (names, constants, text): half the nodes; one shared answer, nothing kept
+            n.iter_child_nodes = _no_children
 
-        def iter_child_nodes(exclude=None, only=None, _children=children, _real=n.iter_child_nodes):
-            return iter(_children) if exclude is None and only is None else _real(exclude, only)
-
-        n.iter_child_nodes = iter_child_nodes  # every visitor walks the children; read them once
-
+    if jinja2.nodes.Block not in kinds:  # the code generator's search for them stops at blocks
+        root.sandbox_dependencies = (filters, tests)  # (``_CodeGenerator.pull_dependencies``)
     answers: dict[type, bool] = {}
 
     def absent(node_type) -> bool:  # asked at every for loop and assignment: answered once per kind
@@ -412,8 +456,8 @@ def _skip_empty_searches(root: jinja2.nodes.Template) -> None:
         return hit
 
     for n in searched:
-        def find_all(node_type, _real=n.find_all, _loop=type(n) is jinja2.nodes.For):
-            if absent(node_type) or (_loop and node_type is jinja2.nodes.Name and not loop_store):
+        def find_all(node_type, _real=n.find_all, _loop=type(n) is for_class):
+            if absent(node_type) or (_loop and node_type is name_class and not loop_store):
                 return iter(())  # a for loop searches its names only for a store to ``loop``
             return _real(node_type)
 
@@ -460,8 +504,23 @@ class _CodeGenerator(CodeGenerator):
         return self.generic_visit(node, *args, **kwargs)
 
     def visit_Template(self, node, frame=None):
-        _skip_empty_searches(node)
+        self._dependencies = (node.body, getattr(node, "sandbox_dependencies", None))
         super().visit_Template(node, frame)
+
+    def pull_dependencies(self, nodes):
+        # The template's filters and tests, bound once at its start: their names were gathered by the parse's
+        # last walk (``_attach``), where jinja walks the tree again. Those this environment has are bound
+        # directly (its filters and tests never change once it is made); jinja's own code, which defers a
+        # missing one's error to its use, is kept for any template naming one it lacks.
+        body, names = getattr(self, "_dependencies", (None, None))
+        env = self.environment
+        if nodes is not body or names is None or not (names[0] <= env.filters.keys() and names[1] <= env.tests.keys()):
+            return super().pull_dependencies(nodes)
+        for id_map, found, kind in ((self.filters, names[0], "filters"), (self.tests, names[1], "tests")):
+            for name in sorted(found):
+                if name not in id_map:
+                    id_map[name] = self.temporary_identifier()
+                self.writeline(f"{id_map[name]} = environment.{kind}[{name!r}]")
 
     def _output_child_to_const(self, node, frame, finalize):
         if not isinstance(node, jinja2.nodes.TemplateData):
@@ -520,6 +579,13 @@ def _bounded(base: type) -> type:
         # Repetition, addition, formatting and big-integer products are the cheap ways to balloon.
         intercepted_binops = frozenset({"*", "**", "+", "%"})
         _safe_attrs: dict = {}  # (exact type in _PLAIN, attribute) -> what is_safe_attribute says, per class
+
+        @property
+        def lexer(self):
+            return lexer_for(self)
+
+        def _parse(self, source, name, filename):
+            return _Parser(self, source, name, filename).parse()
 
         def call_binop(self, context, operator, left, right):
             if type(left) is str and type(right) is str and operator == "+":  # nine in ten: ``'<|' + role``
@@ -762,7 +828,7 @@ _TREES_LOCK = threading.Lock()
 def syntax_tree(source: str):
     """The parse tree the sandbox compiled ``source`` from when it is one of the last few compiled (no
     second parse for reading the names a template spells), else None. The code generator only adds
-    shortcuts to its nodes (``_skip_empty_searches``): every search and walk gives what it gives on a
+    shortcuts to its nodes (``_attach``): every search and walk gives what it gives on a
     fresh parse."""
     with _TREES_LOCK:
         return _TREES.get(source)
