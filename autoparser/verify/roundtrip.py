@@ -479,8 +479,8 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
         variant = {**{k: v for k, v in m.items() if k not in REASONING_KEYS}, "reasoning_content": alt}
         if _carried(pr, a, msgs, variant, reasoning.strip(), text):
             hit = True
-        elif not pr.reads_reasoning and not _traces(reasoning, text):
-            hit = False  # spelt nowhere, and nothing of it in the text: no rendering reads it
+        elif not pr.reads_reasoning and reasoning.strip() not in text and not _traces(reasoning, text):
+            hit = False  # spelt nowhere, and nothing of it in the text (``_generation`` writes none): no rendering reads it
         else:
             hit = _changes(pr, a, msgs, mode, text, variant)
         if hit or (hit is None and reasoning.strip() in text):
