@@ -49,6 +49,21 @@ def test_a_reasoning_block_after_content_stays_content():
         assert len(msg["tool_calls"]) == 1
 
 
+@pytest.mark.parametrize("text, content", [
+    ("Plain answer.[END]", "Plain answer."),  # the wrapper left out: content from the reply's start
+    ("  \nPlain answer.", "Plain answer."),
+    ("[ANSWER]Wrapped.[/ANSWER][END]", "Wrapped."),
+    ("[CALLS]get_weather[ID]call1[ARGS]{\"city\": \"Paris\"}[ANSWER]Done.[/ANSWER][END]", "Done."),
+])
+def test_a_wrapper_left_out_keeps_the_text(text, content):
+    """Content the template always wraps (``[ANSWER]…[/ANSWER]``) and a reply that leaves the wrapper out:
+    the bare text would be outside every field and lost. It opens content at the reply's start when its
+    first character begins no marker that may come there, so a stream decides on one character and a
+    reply that starts with a marker (a call, the wrapper) is read as before."""
+    for msg in both(template("wrapped-bracket"), text):
+        assert msg["content"] == content
+
+
 @pytest.mark.parametrize("prefix", ["<think>\n", "<think>"])
 @pytest.mark.parametrize("repeat", ["<think>\n", "<think>", "\n<think>\n\n"])
 def test_a_repeated_opener_opens_once(prefix, repeat):
