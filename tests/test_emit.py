@@ -49,6 +49,40 @@ def test_a_reasoning_block_after_content_stays_content():
         assert len(msg["tool_calls"]) == 1
 
 
+@pytest.mark.parametrize("text, content", [
+    ("Plain answer.[END]", "Plain answer."),  # the wrapper left out: content from the reply's start
+    ("  \nPlain answer.", "Plain answer."),
+    ("[ANSWER]Wrapped.[/ANSWER][END]", "Wrapped."),
+    ("[CALLS]get_weather[ID]call1[ARGS]{\"city\": \"Paris\"}[ANSWER]Done.[/ANSWER][END]", "Done."),
+])
+def test_a_wrapper_left_out_keeps_the_text(text, content):
+    """Content the template always wraps (``[ANSWER]…[/ANSWER]``) and a reply that leaves the wrapper out:
+    the bare text would be outside every field and lost. It opens content at the reply's start when its
+    first character begins no marker that may come there, so a stream decides on one character and a
+    reply that starts with a marker (a call, the wrapper) is read as before."""
+    for msg in both(template("wrapped-bracket"), text):
+        assert msg["content"] == content
+
+
+@pytest.mark.parametrize("text, content, calls", [
+    ("Plain answer.<|done|>", "Plain answer.", []),  # no header at all: content, not lost
+    ("sent it.<|done|>", "sent it.", []),  # parts from the recipient word (send=) after its first letters
+    ("<|ch|>answer<|body|>Fine.<|done|>", "Fine.", []),
+    (' send=tools.get_weather<|ch|>act<|body|>{"city": "Paris"}<|invoke|>', None, ["get_weather"]),
+])
+def test_a_headed_reply_with_no_header_keeps_the_text(text, content, calls):
+    """Headed messages (harmony-like): a reply written with no header would be text outside every message.
+    Right after the prompt's role header, text that has already parted from every header part opens
+    content; streamed one character at a time, a cut inside ``send=`` or a marker opens nothing yet."""
+    spec, prefix = template("channels"), "<|begin|>user<|body|>Hi<|stop|><|begin|>assistant"
+    p = ResponseParser(spec, prefix=prefix)
+    for ch in text:
+        p.feed(ch)
+    for msg in (parse_response(text, spec, prefix=prefix), p.finalize()[0]):
+        assert msg.get("content") == content
+        assert [c["function"]["name"] for c in msg.get("tool_calls") or []] == calls
+
+
 @pytest.mark.parametrize("prefix", ["<think>\n", "<think>"])
 @pytest.mark.parametrize("repeat", ["<think>\n", "<think>", "\n<think>\n\n"])
 def test_a_repeated_opener_opens_once(prefix, repeat):

@@ -1,7 +1,7 @@
 """Fields for replies made of headed messages (``Tools.headed``). Part of the emitter.
 
 No field is implicit: text outside a message body (headers, ``<|start|>assistant`` between
-messages) is discarded. Each field opens on a header pattern that says which field the message is,
+messages) is discarded; a reply written with no header at all is content. Each field opens on a header pattern that says which field the message is,
 so the order of a header's parts does not matter."""
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         if role:
             # A message whose header names no channel (``<|start|>assistant<|message|>Answer``) is content.
             content_open += rf"|(?<={re.escape(role)}\s*){M}"
+            # So is a reply written with no header at all (``Plain answer<|return|>``), which would otherwise
+            # be text outside every message, and lost: right after the prompt's role header, text that
+            # has already left every header part opens content. Each alternative holds the character
+            # where the text parts from a marker or the recipient word, so a stream cut inside ``to=``
+            # or a marker opens nothing yet.
+            word = (re.match(r"\W*\w+=|", h.recipient).group(0) or h.recipient).strip()
+            firsts = sorted({x.strip()[0] for x in (h.header_start, h.header_end, head, word) if x.strip()})
+            parts = ["[^\\s" + "".join(re.escape(ch) for ch in firsts) + "]"]
+            parts += [re.escape(word[:i]) + "[^" + re.escape(word[i]) + "]" for i in range(1, len(word))]
+            content_open += rf"|(?<={re.escape(role)})(?=\s*+(?:{'|'.join(parts)}))"
         fields["content"] = {"open_pattern": content_open, "close": ends, "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.

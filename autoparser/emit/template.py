@@ -220,6 +220,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if c.mode == "ALWAYS_WRAPPED":
         # An explicit field: no region is implicit, so whitespace between regions opens nothing.
         f = {"open_pattern": re.sub(r"\d+", lambda _: r"\d+", esc(c.start))} if c.numbered else {"open": c.start}
+        # A reply that leaves the wrapper out (bare text) would be outside every field, and lost: at the
+        # reply's start, text whose first character begins none of the markers that may come there opens
+        # content. One character decides, so a stream never opens it on the first half of a marker.
+        starts = [c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
+        firsts = sorted({m.strip()[0] for m in starts if m and m.strip()})
+        if firsts:
+            bare = r"\A(?=\s*+[^\s" + "".join(re.escape(ch) for ch in firsts) + "])"
+            f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + bare}
         close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
         if close:
             f["close"] = one(close)
