@@ -85,6 +85,7 @@ def infer_result(chat_template: str, special_tokens: dict | None = None, *, wher
             hit = _infer(chat_template, special_tokens, where, reasoning_field, workarounds_dir, verify)
         except VerificationError as e:  # deterministic; budget failures (TemplateError) are not remembered
             hit = e
+            hit.__traceback__ = None  # its frames (the failed verification's reports and cases) need not live on in the memo
         if len(_memo) >= MEMO_SIZE:
             _memo.pop(next(iter(_memo)))
         _memo[key] = hit

@@ -349,6 +349,14 @@ class Generation:
     full: str
 
 
+def _bare(e: TemplateError) -> TemplateError:
+    """A remembered render error without what its raise left on it: its traceback and the jinja error it
+    replaced hold the failed render's frames (the template's context, macros, closures), which would live
+    as long as the render cache and each re-raise would lengthen the traceback. Only its message is read."""
+    e.__traceback__ = e.__context__ = e.__cause__ = None
+    return e
+
+
 @dataclass(frozen=True)
 class Style:
     """One way of writing the probe messages that the template accepts."""
@@ -408,10 +416,10 @@ class Prober:
             try:
                 hit = self._render_new(msgs, tools, kw)
             except TemplateError as e:
-                hit = e
+                hit = _bare(e)
             self._renders[key] = hit
         if isinstance(hit, TemplateError):
-            raise hit
+            raise _bare(hit)
         return hit
 
     def _switches(self, kw: dict) -> tuple:
@@ -541,7 +549,7 @@ class Prober:
         if key in self._cache:
             hit = self._cache[key]
             if isinstance(hit, TemplateError):
-                raise hit
+                raise _bare(hit)
             return hit
         current = self.style
         first_error = None
@@ -555,7 +563,7 @@ class Prober:
             self._cache[key] = out
             return out
         self._cache[key] = first_error
-        raise first_error
+        raise _bare(first_error)
 
     def _styles(self) -> list[Style]:
         return list(_styles(self.style.thinking_chunks))
