@@ -46,6 +46,22 @@ MAX_SWITCH_MODES = 16
 _SWITCH_READ = re.compile(r"(?<![\w.'\"])(?!enable_thinking\b)[A-Za-z_]\w*(?:think|reason)\w*(?![\w'\"])|(?<![\w.'\"])(?:think|reason)\w*(?![\w'\"])", re.I)
 
 
+_SWITCH_WORD = re.compile(r"think|reason", re.I)  # what every match of ``_SWITCH_READ`` holds
+
+
+def _reads_switch(source: str) -> bool:
+    """``_SWITCH_READ.search(source)``, tried only at the start of each word holding "think" or "reason":
+    a match starts a word (nothing word-like before it) and runs on inside it to the name, so it can start
+    nowhere else. The search itself tried its lookbehind at every position of the template."""
+    for m in _SWITCH_WORD.finditer(source):
+        i = m.start()
+        while i > 0 and (source[i - 1].isalnum() or source[i - 1] == "_"):  # back to the word's start (``\w``)
+            i -= 1
+        if _SWITCH_READ.match(source, i):
+            return True
+    return False
+
+
 def _tree(source: str):
     """The template's syntax tree (reading names and attribute chains runs no template code): the one the
     sandbox just compiled it from (``syntax_tree``), parsed here only when the sandbox keeps none."""
@@ -198,7 +214,7 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
     (``reasoning_effort == 'high'``). Parsing runs no template code."""
     from jinja2 import nodes
 
-    if not _SWITCH_READ.search(source):  # no bare name of that kind: nothing to parse for (most templates)
+    if not _reads_switch(source):  # no bare name of that kind: nothing to parse for (most templates)
         return ()
     try:
         ast = _tree(source)
@@ -206,9 +222,10 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
         return ()
     modes: list[dict] = []
+    compares = list(ast.find_all(nodes.Compare)) if names else []  # one walk for every name
     for name in names:
         consts = []
-        for cmp in ast.find_all(nodes.Compare):
+        for cmp in compares:
             operands = [cmp.expr] + [o.expr for o in cmp.ops]
             if any(isinstance(o, nodes.Name) and o.name == name for o in operands):
                 consts += [o.value for o in operands if isinstance(o, nodes.Const)]
