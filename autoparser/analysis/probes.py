@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from itertools import chain, product
 
-from .diff import MARKER, common_suffix_at, prefix_len, unsplit_prefix
+from .diff import MARKER, common_suffix_at, prefix_len, suffix_len, unsplit_prefix
 from ..errors import TemplateError
 from ..render import REASONING_KEYS, Renderer, constant
 from ..render.sandbox import CACHE_SOURCE
@@ -293,7 +293,7 @@ def drop_trailer(prompt: str, without: str | None, full: str) -> tuple[str, str 
         return prompt, without, full
     # The common tails before moving them to marker-safe cuts (which only shortens them): when that is
     # blank, so is the trailer, and the marker scans of three whole renderings are not needed.
-    raw = min(prefix_len(prompt[::-1], full[::-1]), prefix_len(without[::-1], full[::-1]))
+    raw = min(suffix_len(prompt, len(prompt), full, len(full)), suffix_len(without, len(without), full, len(full)))
     if not full[len(full) - raw :].strip():
         return prompt, without, full
     n = min(common_suffix_at(prompt, len(prompt), full, len(full)), common_suffix_at(without, len(without), full, len(full)))

@@ -84,11 +84,13 @@ class _Watchdog:
 
     def add(self, token: int, entry: _Budget) -> None:
         with self.lock:
+            idle = not self.active
             self.active[token] = entry
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, daemon=True, name="autoparser-watchdog")
                 self.thread.start()
-            self.wake.notify()
+            if idle:  # a polling watchdog sees the new budget at its next poll (5 ms), long before any deadline
+                self.wake.notify()
 
     def remove(self, token: int) -> str | None:
         """Stop watching; the reason if the watchdog fired (under the lock, so it cannot fire after this)."""
