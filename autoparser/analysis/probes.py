@@ -404,6 +404,7 @@ class Prober:
         self._renders: dict = {} if renders is None else renders  # (messages as rendered, tools, switches the template reads) -> text or error
         self.memo: dict = {}  # later stages' results derived from this prober's renderings, dropped with it
         self._reads: dict[str, bool] = {}
+        self._switch_keys: dict[tuple, tuple] = {}  # switches as given -> as they key a render (``_switches``)
         self._prompt_only: frozenset[str] | None = None  # switches read only with the generation prompt
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
@@ -442,12 +443,21 @@ class Prober:
     def _switches(self, kw: dict) -> tuple:
         """The switches that can change a rendering: those the source spells, less, without the generation
         prompt, those it reads only inside it (``prompt_only_names``): a template that reads
-        ``enable_thinking`` only to prefill the prompt renders every conversation once, not once per mode."""
-        out = tuple(sorted((k, v) for k, v in kw.items() if self._read(k)))
-        if len(out) > 1 and not kw.get(_GEN):
-            if self._prompt_only is None:
-                self._prompt_only = prompt_only_names(self.r.source) if len(self.r.source) <= CACHE_SOURCE else frozenset()
-            out = tuple((k, v) for k, v in out if k not in self._prompt_only)
+        ``enable_thinking`` only to prefill the prompt renders every conversation once, not once per mode.
+        Remembered per switch setting: a prober asks for the same few thousands of times."""
+        given = tuple(kw.items())
+        try:
+            out = self._switch_keys.get(given)
+        except TypeError:  # an unhashable value: worked out each time
+            given, out = None, None
+        if out is None:
+            out = tuple(sorted((k, v) for k, v in kw.items() if self._read(k)))
+            if len(out) > 1 and not kw.get(_GEN):
+                if self._prompt_only is None:
+                    self._prompt_only = prompt_only_names(self.r.source) if len(self.r.source) <= CACHE_SOURCE else frozenset()
+                out = tuple((k, v) for k, v in out if k not in self._prompt_only)
+            if given is not None:
+                self._switch_keys[given] = out
         return out
 
     def _read(self, name: str) -> bool:
@@ -563,8 +573,8 @@ class Prober:
     def render(self, msgs: list[dict], gen: bool = False, mode: dict | None = None, tools: list | None = TOOLS) -> str:
         """Render with the remembered style, trying the other styles if the template refuses."""
         key = (repr(msgs), gen, tuple((mode or {}).items()), tools is None)
-        if key in self._cache:
-            hit = self._cache[key]
+        hit = self._cache.get(key)  # a rendering or the error it raised, never None
+        if hit is not None:
             if isinstance(hit, TemplateError):
                 raise _bare(hit)
             return hit
