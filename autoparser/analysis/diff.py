@@ -165,9 +165,10 @@ def unsplit_prefix(a: str, b: str) -> int:
     may be cut (a generation prompt can end inside a word the model continues)."""
     p = prefix_len(a, b)
     for text in (a, b):
-        for s, e in _marker_spans(text):
-            if s < p < e:
-                p = s
+        starts, ends, _ = _cuts(text)
+        k = bisect.bisect_left(starts, p) - 1  # the one marker that can hold p: the last starting before it
+        if k >= 0 and ends[k] > p:
+            p = starts[k]
     return p
 
 
