@@ -48,7 +48,7 @@ def suffix_len(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 
     without reversing them. Renderings share long prefixes and short tails, so the tail is found by
     doubling a probe length from the end (comparing only the part not yet known equal) and then
     bisecting: work in proportion to the common tail, not to the texts."""
-    n = min(i - start_a, j - start_b)
+    n = max(min(i - start_a, j - start_b), 0)
     lo, k = 0, 1  # a[i-lo:i] == b[j-lo:j]
     while k <= n and a[i - k : i - lo] == b[j - k : j - lo]:
         lo, k = k, 2 * k
