@@ -43,6 +43,29 @@ def prefix_len(a: str, b: str) -> int:
     return lo
 
 
+def suffix_len(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 0) -> int:
+    """Length of the common suffix of ``a[start_a:i]`` and ``b[start_b:j]``: ``prefix_len`` of the two reversed,
+    without reversing them. Renderings share long prefixes and short tails, so the tail is found by
+    doubling a probe length from the end (comparing only the part not yet known equal) and then
+    bisecting: work in proportion to the common tail, not to the texts."""
+    n = max(min(i - start_a, j - start_b), 0)
+    lo, k = 0, 1  # a[i-lo:i] == b[j-lo:j]
+    while k <= n and a[i - k : i - lo] == b[j - k : j - lo]:
+        lo, k = k, 2 * k
+    if k > n:
+        if lo == n or a[i - n : i - lo] == b[j - n : j - lo]:
+            return n
+        k = n
+    hi = k  # the common tail is shorter than hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[i - mid : i - lo] == b[j - mid : j - lo]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 @functools.lru_cache(maxsize=512)
 def _cuts(text: str) -> tuple[list[int], list[int], frozenset[int]]:
     """Marker starts and ends in order, and the starts as a set: what ``_valid_cut`` asks of a text."""
@@ -89,7 +112,7 @@ def diff(a: str, b: str) -> Diff:
     p = prefix_len(a, b)
     while p > 0 and not (_valid_cut(a, p) and _valid_cut(b, p)):
         p -= 1
-    s = min(prefix_len(a[::-1], b[::-1]), len(a) - p, len(b) - p)
+    s = min(suffix_len(a, len(a), b, len(b)), len(a) - p, len(b) - p)
     while s > 0 and not (_valid_cut(a, len(a) - s) and _valid_cut(b, len(b) - s)):
         s -= 1
     return Diff(a[:p], a[p : len(a) - s], b[p : len(b) - s], a[len(a) - s :])
@@ -142,15 +165,16 @@ def unsplit_prefix(a: str, b: str) -> int:
     may be cut (a generation prompt can end inside a word the model continues)."""
     p = prefix_len(a, b)
     for text in (a, b):
-        for s, e in _marker_spans(text):
-            if s < p < e:
-                p = s
+        starts, ends, _ = _cuts(text)
+        k = bisect.bisect_left(starts, p) - 1  # the one marker that can hold p: the last starting before it
+        if k >= 0 and ends[k] > p:
+            p = starts[k]
     return p
 
 
 def common_suffix_at(a: str, i: int, b: str, j: int, start_a: int = 0, start_b: int = 0) -> int:
     """Length of the common text ending at ``a[:i]`` and ``b[:j]``, starting on a marker-safe cut."""
-    n = prefix_len(a[start_a:i][::-1], b[start_b:j][::-1])
+    n = suffix_len(a, i, b, j, start_a, start_b)
     while n > 0 and not (_valid_cut(a, i - n) and _valid_cut(b, j - n)):
         n -= 1
     return n

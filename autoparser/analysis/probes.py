@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from itertools import chain, product
 
-from .diff import MARKER, common_suffix_at, prefix_len, unsplit_prefix
+from .diff import MARKER, common_suffix_at, prefix_len, suffix_len, unsplit_prefix
 from ..errors import TemplateError
 from ..render import REASONING_KEYS, Renderer, constant
 from ..render.sandbox import CACHE_SOURCE
@@ -44,6 +44,22 @@ MAX_SWITCH_MODES = 16
 # enable_thinking: parsing the template to read its variables costs a third of a compile, so it is done
 # only where such a name appears at all.
 _SWITCH_READ = re.compile(r"(?<![\w.'\"])(?!enable_thinking\b)[A-Za-z_]\w*(?:think|reason)\w*(?![\w'\"])|(?<![\w.'\"])(?:think|reason)\w*(?![\w'\"])", re.I)
+
+
+_SWITCH_WORD = re.compile(r"think|reason", re.I)  # what every match of ``_SWITCH_READ`` holds
+
+
+def _reads_switch(source: str) -> bool:
+    """``_SWITCH_READ.search(source)``, tried only at the start of each word holding "think" or "reason":
+    a match starts a word (nothing word-like before it) and runs on inside it to the name, so it can start
+    nowhere else. The search itself tried its lookbehind at every position of the template."""
+    for m in _SWITCH_WORD.finditer(source):
+        i = m.start()
+        while i > 0 and (source[i - 1].isalnum() or source[i - 1] == "_"):  # back to the word's start (``\w``)
+            i -= 1
+        if _SWITCH_READ.match(source, i):
+            return True
+    return False
 
 
 def _tree(source: str):
@@ -198,7 +214,7 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
     (``reasoning_effort == 'high'``). Parsing runs no template code."""
     from jinja2 import nodes
 
-    if not _SWITCH_READ.search(source):  # no bare name of that kind: nothing to parse for (most templates)
+    if not _reads_switch(source):  # no bare name of that kind: nothing to parse for (most templates)
         return ()
     try:
         ast = _tree(source)
@@ -206,9 +222,10 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
         return ()
     modes: list[dict] = []
+    compares = list(ast.find_all(nodes.Compare)) if names else []  # one walk for every name
     for name in names:
         consts = []
-        for cmp in ast.find_all(nodes.Compare):
+        for cmp in compares:
             operands = [cmp.expr] + [o.expr for o in cmp.ops]
             if any(isinstance(o, nodes.Name) and o.name == name for o in operands):
                 consts += [o.value for o in operands if isinstance(o, nodes.Const)]
@@ -276,7 +293,7 @@ def drop_trailer(prompt: str, without: str | None, full: str) -> tuple[str, str 
         return prompt, without, full
     # The common tails before moving them to marker-safe cuts (which only shortens them): when that is
     # blank, so is the trailer, and the marker scans of three whole renderings are not needed.
-    raw = min(prefix_len(prompt[::-1], full[::-1]), prefix_len(without[::-1], full[::-1]))
+    raw = min(suffix_len(prompt, len(prompt), full, len(full)), suffix_len(without, len(without), full, len(full)))
     if not full[len(full) - raw :].strip():
         return prompt, without, full
     n = min(common_suffix_at(prompt, len(prompt), full, len(full)), common_suffix_at(without, len(without), full, len(full)))
@@ -349,6 +366,14 @@ class Generation:
     full: str
 
 
+def _bare(e: TemplateError) -> TemplateError:
+    """A remembered render error without what its raise left on it: its traceback and the jinja error it
+    replaced hold the failed render's frames (the template's context, macros, closures), which would live
+    as long as the render cache and each re-raise would lengthen the traceback. Only its message is read."""
+    e.__traceback__ = e.__context__ = e.__cause__ = None
+    return e
+
+
 @dataclass(frozen=True)
 class Style:
     """One way of writing the probe messages that the template accepts."""
@@ -379,6 +404,7 @@ class Prober:
         self._renders: dict = {} if renders is None else renders  # (messages as rendered, tools, switches the template reads) -> text or error
         self.memo: dict = {}  # later stages' results derived from this prober's renderings, dropped with it
         self._reads: dict[str, bool] = {}
+        self._switch_keys: dict[tuple, tuple] = {}  # switches as given -> as they key a render (``_switches``)
         self._prompt_only: frozenset[str] | None = None  # switches read only with the generation prompt
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
@@ -408,21 +434,30 @@ class Prober:
             try:
                 hit = self._render_new(msgs, tools, kw)
             except TemplateError as e:
-                hit = e
+                hit = _bare(e)
             self._renders[key] = hit
         if isinstance(hit, TemplateError):
-            raise hit
+            raise _bare(hit)
         return hit
 
     def _switches(self, kw: dict) -> tuple:
         """The switches that can change a rendering: those the source spells, less, without the generation
         prompt, those it reads only inside it (``prompt_only_names``): a template that reads
-        ``enable_thinking`` only to prefill the prompt renders every conversation once, not once per mode."""
-        out = tuple(sorted((k, v) for k, v in kw.items() if self._read(k)))
-        if len(out) > 1 and not kw.get(_GEN):
-            if self._prompt_only is None:
-                self._prompt_only = prompt_only_names(self.r.source) if len(self.r.source) <= CACHE_SOURCE else frozenset()
-            out = tuple((k, v) for k, v in out if k not in self._prompt_only)
+        ``enable_thinking`` only to prefill the prompt renders every conversation once, not once per mode.
+        Remembered per switch setting: a prober asks for the same few thousands of times."""
+        given = tuple(kw.items())
+        try:
+            out = self._switch_keys.get(given)
+        except TypeError:  # an unhashable value: worked out each time
+            given, out = None, None
+        if out is None:
+            out = tuple(sorted((k, v) for k, v in kw.items() if self._read(k)))
+            if len(out) > 1 and not kw.get(_GEN):
+                if self._prompt_only is None:
+                    self._prompt_only = prompt_only_names(self.r.source) if len(self.r.source) <= CACHE_SOURCE else frozenset()
+                out = tuple((k, v) for k, v in out if k not in self._prompt_only)
+            if given is not None:
+                self._switch_keys[given] = out
         return out
 
     def _read(self, name: str) -> bool:
@@ -538,10 +573,10 @@ class Prober:
     def render(self, msgs: list[dict], gen: bool = False, mode: dict | None = None, tools: list | None = TOOLS) -> str:
         """Render with the remembered style, trying the other styles if the template refuses."""
         key = (repr(msgs), gen, tuple((mode or {}).items()), tools is None)
-        if key in self._cache:
-            hit = self._cache[key]
+        hit = self._cache.get(key)  # a rendering or the error it raised, never None
+        if hit is not None:
             if isinstance(hit, TemplateError):
-                raise hit
+                raise _bare(hit)
             return hit
         current = self.style
         first_error = None
@@ -555,7 +590,7 @@ class Prober:
             self._cache[key] = out
             return out
         self._cache[key] = first_error
-        raise first_error
+        raise _bare(first_error)
 
     def _styles(self) -> list[Style]:
         return list(_styles(self.style.thinking_chunks))

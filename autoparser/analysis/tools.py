@@ -15,7 +15,7 @@ import regex as re
 
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
-from .diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len
+from .diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len, suffix_len
 from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
 from ..errors import TemplateError
 from .model import Arguments, Content, Reasoning, Tools, Turn
@@ -583,7 +583,7 @@ def _opener_len(a: str, i: int, b: str, j: int) -> int:
     JSON object or array start: a call written as a JSON fragment (``, {"name": "`` vs ``[{"name": "``)
     opens with ``{"name": "``, which the marker-safe cut alone leaves at ``"``."""
     n = common_suffix_at(a, i, b, j)
-    raw = prefix_len(a[:i][::-1], b[:j][::-1])
+    raw = suffix_len(a, i, b, j)
     for k in range(raw, n, -1):
         if a[i - k] in "{[" and not any(s < i - k < e for s, e in _marker_spans(a)) and not any(s < j - k < e for s, e in _marker_spans(b)):
             return k

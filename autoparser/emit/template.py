@@ -31,6 +31,8 @@ def bounded_whitespace(pattern: str) -> str:
     """``\\s*`` -> ``\\s{0,64}`` (and ``\\s+`` -> ``\\s{1,64}``) outside character classes. The streaming
     parser searches every delimiter with ``partial=True``, and the ``regex`` module then tries an unbounded
     leading ``\\s*`` at every space of the text: 25 KB of prose took 17 ms per search, bounded 0.02 ms."""
+    if "\\s*" not in pattern and "\\s+" not in pattern:  # nothing to bound: the walk below would copy it whole
+        return pattern
     out, i, in_class = [], 0, False
     while i < len(pattern):
         c = pattern[i]
