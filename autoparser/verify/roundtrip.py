@@ -754,7 +754,9 @@ class _Parsing:
             try:
                 out = parse()
             except Exception as e:  # noqa: BLE001 - remembered and raised again, as the parser raised it
-                out = e
+                # without its traceback and context: they hold the parser's frames for the prober's life
+                out = e.with_traceback(None)
+                out.__context__ = out.__cause__ = None
             if self.key is not None:
                 self.memo[key] = out
         else:
