@@ -1,7 +1,7 @@
 """Grammars and serving flags checked with the engines' own code (no GPU): run with the Python of a
 virtualenv that has vLLM (and, for the SGLang rows, one that has SGLang):
 
-    VLLM_VENV/bin/python benchmarks/engines.py [--only NAME ...] [--verbose]
+    VLLM_VENV/bin/python benchmarks/engines.py [--only NAME ...] [--also DIR ...] [--verbose]
     SGLANG_VENV/bin/python benchmarks/engines.py --sglang
 
 For every corpus template with a ``tool_calls`` field whose calls verify and that gets a grammar, with a
@@ -59,8 +59,9 @@ TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 UNKNOWN_TOOLS = [t for t in VERIFY_TOOLS if t["function"]["name"] != "get_weather"]
 
 
-def templates(only):
-    for p in sorted(CORPUS.glob("*.jinja")):
+def templates(only, also=()):
+    """The corpus templates (and those in the folders ``also`` names: wild/, models/), or those ``only`` names."""
+    for p in [*sorted(CORPUS.glob("*.jinja")), *(q for d in also for q in sorted(Path(d).glob("*.jinja")))]:
         if not only or any(o in p.stem for o in only):
             yield p
 
@@ -318,15 +319,16 @@ def sglang_structural(hf, st: dict, ids) -> tuple[bool, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--also", nargs="*", default=[], metavar="DIR", help="template folders checked besides the corpus (e.g. ../shared/corpus/wild/templates models)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--sglang", action="store_true", help="check with SGLang's code (run with SGLang's Python)")
     args = ap.parse_args(argv)
 
     engine = SGL() if args.sglang else VLLM()  # whose code runs the checks
     tot = dict(templates=0, compiled=0, cases=0, accepted=0, unknown=0, unknown_rejected=0, gated=0, gated_ok=0, gated_unknown=0, gated_unknown_rejected=0, gate_only=0, gate_only_ok=0,
-               st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
+               lead=0, lead_ok=0, st_templates=0, st_cases=0, st_ok=0, st_unknown=0, st_unknown_rejected=0, requests=0, requests_ok=0, no_calls_templates=0)
     rows = []
-    for path in templates(args.only):
+    for path in templates(args.only, args.also):
         got = prepared(path)
         if isinstance(got, str):
             if args.verbose:
@@ -391,6 +393,14 @@ def main(argv=None) -> int:
                 gok += good
                 if not good:
                     fails.append(f"{c.name} (served): {why} {text[:120]!r}")
+                if lay.lead and text.lstrip()[:1] in ("{", "["):  # the lead a model may write before such a call (a workaround's)
+                    lead_ids = hf.encode(lay.lead + text, add_special_tokens=False)
+                    plain = engine.accepts(engine.compile(be, build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened)), lead_ids)
+                    served, why = engine.gated(be, hf, g, prompt_ids, lead_ids, **flags)
+                    tot["lead"] += 1
+                    tot["lead_ok"] += plain and served
+                    if not (plain and served):
+                        fails.append(f"{c.name} with the lead {lay.lead!r}: " + ("rejected" if not plain else f"(served) {why}"))
                 if thinking and not args.sglang:  # the alternative: no enable_in_reasoning, the after-reasoning form, vLLM's gate
                     after = build(a, VERIFY_TOOLS, tokens=vocab, reasoning_open=opened, after_reasoning=True)
                     tot["gate_only"] += 1
@@ -456,6 +466,7 @@ def main(argv=None) -> int:
           + (f"SGLang's reasoning gate on for {engine.gates} of {tot['templates']} templates); " if args.sglang else
              f"without enable_in_reasoning, the after-reasoning form through vLLM's gate, on templates with reasoning: "
              f"{tot['gate_only_ok']}/{tot['gate_only']}); ")
+          + (f"the same with the optional lead before the call (workarounds' call_lead): {tot['lead_ok']}/{tot['lead']}; " if tot["lead"] else "")
           + f"structural tags: {tot['st_ok']}/{tot['st_cases']} renderings on {tot['st_templates']} templates "
           f"(unknown tool rejected {tot['st_unknown_rejected']}/{tot['st_unknown']}); "
           f"request shapes as the README says: {tot['requests_ok']}/{tot['requests']} (with the {tot['no_calls_templates']} templates "

@@ -402,6 +402,56 @@ def test_no_value_ends_its_call_early(path, tokenizer):
         parsed = parse_response(candidate, res.template, prefix=case.prompt, tools=VERIFY_TOOLS)
         calls = _norm_calls(parsed.get("tool_calls"))
         args = calls[0]["arguments"] if len(calls) == 1 else None
-        if not (isinstance(args, dict) and args.get("city") == value):
+        if not (isinstance(args, dict) and args.get("city") in (value, _as_json_string(value, lay))):
             wrong.append((m, parsed.get("tool_calls")))
     assert not wrong, wrong[:3]
+
+
+def _as_json_string(value: str, lay) -> str | None:
+    """What a JSON string whose raw text is ``value`` holds (a marker written with a literal ``\\n``,
+    as a template that escaped its newlines twice writes it, is a JSON escape inside a JSON value)."""
+    if lay.kind not in ("json", "json_array", "json_key", "tagged_json"):
+        return None
+    try:
+        return json.loads(f'"{value}"')
+    except ValueError:
+        return None
+
+
+def test_call_lead_is_optional_before_a_call(tokenizer):
+    """A lead the model may write before a call with no marker (Llama 3.1's ``<|python_tag|>``, a
+    workaround's ``call_lead``) is allowed, optional, before the call, and every accepted text parses back
+    to the call; content may not start with it (the parser would read a call there); an unknown tool is
+    refused after the lead too. The same with the lead an added token."""
+    import llguidance.hf
+    from grammar_support import byte_tokenizer
+
+    path = SHARED / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja"
+    if not path.is_file():
+        pytest.skip(f"corpus template {path} not available")
+    src, res, report = _verified(path)
+    a, prompt = res.analysis, report.cases[0].prompt
+    assert a.tools.call_lead == "<|python_tag|>" and layout(a).lead == "<|python_tag|>"
+    call = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    good = [call + "<|eot_id|>", "<|python_tag|>" + call + "<|eot_id|>", " <|python_tag|> " + call, "Sunny.<|eot_id|>"]
+    bad = ["<|python_tag|>Sunny.<|eot_id|>", "<|python_tag|>" + call.replace("get_weather", "delete_all") + "<|eot_id|>"]
+    hf = byte_tokenizer(["<|python_tag|>", "<|eot_id|>"])
+    tok, vocab = llguidance.hf.from_tokenizer(hf), hf.get_added_vocab()
+
+    def ok(grammar, ids):
+        m = llguidance.LLMatcher(tok, llguidance.grammar_from("lark", grammar), log_level=0)
+        assert not m.is_error(), m.get_error()
+        return all(m.consume_token(t) for t in ids) and m.is_accepting()
+
+    text_g, token_g = build(a, VERIFY_TOOLS), build(a, VERIFY_TOOLS, tokens=vocab)
+    for text in good:
+        assert accepts(tokenizer, text_g, text), text
+        assert ok(token_g, hf.encode(text, add_special_tokens=False)), text
+        parsed = parse_response(text, res.template, prefix=prompt, tools=VERIFY_TOOLS)
+        want = [] if text.startswith("Sunny") else [("get_weather", {"city": "Paris"})]
+        assert [(c["name"], c["arguments"]) for c in _norm_calls(parsed.get("tool_calls"))] == want, (text, parsed)
+    for text in bad:
+        assert not accepts(tokenizer, text_g, text), text
+        assert not ok(token_g, hf.encode(text, add_special_tokens=False)), text
+    spelt = byte_tokenizer().encode("<|python_tag|>", add_special_tokens=False) + hf.encode("Sunny.", add_special_tokens=False)
+    assert not ok(token_g, spelt)  # the lead spelt out byte by byte before text is no content either

@@ -87,3 +87,23 @@ def test_json_calls_after_an_opener_with_whitespace_inside(text):
     none, as between markers (Command R+ writes ``Action: ```json``, Ollama's tests)."""
     msg = _parse("action-fence-json", text)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] and not (msg.get("content") or "").strip(), msg
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "templates"
+
+
+def test_llama3_python_tag_before_a_custom_call():
+    """workarounds/llama3-python-tag.json: the lead is taken, the call parses, text after it is content."""
+    path = CORPUS / "meta-llama-Llama-3.1-8B-Instruct.jinja"
+    if not path.is_file():
+        pytest.skip(f"corpus not found at {CORPUS} (../shared is absent)")
+    src = path.read_text(encoding="utf-8")
+    tokens = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+    res = autoparser.infer_result(src, tokens)
+    assert "llama3-python-tag-before-json-calls" in res.analysis.workarounds
+    prefix = generation_prompt(src, tokens)
+    for text in ('<|python_tag|>{"name": "f", "parameters": {"x": 1}}', '{"name": "f", "parameters": {"x": 1}}<|eot_id|>',
+                 '<|python_tag|>{"name": "f", "parameters": {"x": 1}} Done.'):
+        msg = parse_response(text, res.template, prefix=prefix)
+        assert _calls(msg) == [("f", {"x": 1})], (text, msg)
+        assert (msg.get("content") or "") == ("Done." if text.endswith("Done.") else ""), (text, msg)

@@ -154,7 +154,10 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         # No marker of its own: the call stands at the start of the reply, or right after the reasoning.
         starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
         first = "(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]
-        field["open_pattern"] = first + (rf"\s*(?={obj})" if not t.array_wrapped else rf"\s*(?=\[\s*{obj})")
+        # A lead the model may write before such a call (``call_lead``: set by a workaround, e.g. Llama 3.1's
+        # ``<|python_tag|>``, which its template writes only before built-in tool calls) is taken by the open.
+        lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
+        field["open_pattern"] = first + r"\s*" + lead + (rf"(?={obj})" if not t.array_wrapped else rf"(?=\[\s*{obj})")
         warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply" + (" or right after the reasoning" if reasoning_end else ""))
     closes = [end] if end else ends
     if closes:

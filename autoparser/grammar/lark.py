@@ -108,18 +108,19 @@ class _Writer:
     def lit(self, text: str) -> str:
         return self.tok.seq(text)
 
-    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=(), never_text=()) -> str:
+    def upto(self, name: str, markers, lead: str = "", first: str = "", avoid=(), never_text=(), not_start: str = "") -> str:
         """Rule ``name``: [whitespace and ``lead``] free text, then one of ``markers``. The text is lazy
         (it ends at the first marker); ``first``: a regex the text must start with. A marker that
         holds an added token is reached by a free-text lexeme that cannot spell it, then its tokens.
         ``avoid``: other markers at this place the text must not spell where they are tokens;
-        ``never_text``: markers the text must not hold at all (tokens or not)."""
+        ``never_text``: markers the text must not hold at all (tokens or not); ``not_start``: `` & ~/…/``
+        refusing a start the text must not have (with ``first``, without ``lead``)."""
         markers = [m for m in dict.fromkeys(markers) if m]
         tokened = [m for m in markers if self.tok.has(m)]
         plain = [m for m in markers if m not in tokened]
         spelt = [m for m in dict.fromkeys([*tokened, *avoid]) if m and self.tok.has(m)] + [m for m in never_text if m]
         spelt = list(dict.fromkeys(spelt))
-        never = f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in spelt)})(?s:.*)/" if spelt else ""
+        never = (f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in spelt)})(?s:.*)/" if spelt else "") + not_start
         if not tokened and not self.tok.has(lead) and not never:
             head = f"{WS_CHARS}*{rx(lead)}" if lead else ""
             self.rule(f"{name}[lazy]: /{head}{first}(?s:.*){_alt(plain)}/")
@@ -376,9 +377,12 @@ class _Writer:
         sep = f"WS? {self.lit(lay.separator)} " if lay.separator else ""
         if lay.kind == "pythonic":  # the parser reads the next call only where its comma follows the ")"
             sep = f"{self.lit(lay.separator)} "
+        lead = ""  # the parser's open takes it, optional; as text it is one lexeme with the whitespace before it
+        if lay.lead:  # (free text that could start with it would otherwise swallow that whitespace first)
+            lead = f"({self.lit(lay.lead)} WS?)? " if self.tok.has(lay.lead) else f"(/{WS_CHARS}*{rx(lay.lead)}/ WS?)? "
         if lay.kind in ("json_array", "json_key"):
             obj = self.call_object()
-            head = "" if consumed or not lay.call_start else f"WS? {self.lit(lay.call_start)} "
+            head = "" if consumed else f"WS? {self.lit(lay.call_start)} " if lay.call_start else f"WS? {lead}" if lead else ""
             more = f" (WS? \",\" WS? {obj})*" if many else ""
             end = f" WS? {self.lit(lay.call_end)}" if lay.call_end else ""
             return f"{head}WS? \"[\" WS? {obj}{more} WS? \"]\"{end}"
@@ -386,7 +390,7 @@ class _Writer:
             obj = self.call_object()
             end = f" WS? {self.lit(lay.call_end)}" if lay.call_end else ""
             if not lay.call_start:
-                return f"WS? {obj}{end}"  # the parser reads a call only at the start of the reply
+                return f"WS? {lead}{obj}{end}"  # the parser reads a call only at the start of the reply
             first = f"WS? {obj}{end}" if consumed else f"WS? {self.lit(lay.call_start)} WS? {obj}{end}"
             nxt = f"{sep}WS? {self.lit(lay.call_start)} WS? {obj}{end}"
             return first + (f" ({nxt})*" if many else "")
@@ -479,12 +483,13 @@ class _Writer:
             content.append("TEXT?")
             if self.choice != "none":
                 calls.append(f"{self.upto('text_call', [lay.trigger])} {self.section(consumed=True)} tail")
-        else:  # calls only at the very start: content must not look like one
+        else:  # calls only at the very start: content must not look like one (nor start with the call's lead)
             first = "[ \\t\\r\\n]*[^{\\[ \\t\\r\\n]"
+            not_lead = f" & ~/{WS_CHARS}*{rx(lay.lead)}(?s:.*)/" if lay.lead else ""
             if ends:
-                content.append(self.upto("text_end", ends, first=first))
+                content.append(self.upto("text_end", ends, first=first, not_start=not_lead))
             avoid = [m for m in ends if self.tok.has(m)]
-            self.rule(f"TEXT: /{first}(?s:.*)/" + (f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/" if avoid else ""))
+            self.rule(f"TEXT: /{first}(?s:.*)/" + (f" & ~/(?s:.*)(?:{'|'.join(rx(m) for m in avoid)})(?s:.*)/" if avoid else "") + not_lead)
             content.append("TEXT?")
             if self.choice != "none":
                 calls.append(f"{self.section(consumed=False)} tail")

@@ -21,7 +21,7 @@ class NoGrammar(AutoparserError):
 
 KNOWN_TOOL_FIELDS = {"format", "family", "section_start", "section_end", "call_start", "name_suffix", "call_end", "call_separator",
                      "name_path", "args_path", "id_path", "array_wrapped", "name_is_key", "first_key", "index_in_header",
-                     "id_in_header", "header_pattern", "arguments", "end_markers", "uncovered", "unreadable", "headed"}
+                     "id_in_header", "header_pattern", "arguments", "end_markers", "uncovered", "unreadable", "headed", "call_lead"}
 NAME = ("name",)  # a header item standing for the tool name
 
 
@@ -45,6 +45,7 @@ class Layout:
     call_start_raw: str = ""  # the same with the template's whitespace (structural tags state it exactly)
     call_end_raw: str = ""
     separator: str = ""  # between calls, beyond whitespace
+    lead: str = ""  # text the model may write before a call with no marker of its own (optional; content may not start with it)
     header: tuple = ()  # tag formats: literal strings, ("re", regex) and NAME
     name_path: tuple[str, ...] = ()
     args_path: tuple[str, ...] = ()
@@ -156,6 +157,12 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         if not common["content_end"]:
             raise NoGrammar("wrapped content has no end marker")
     args = t.arguments
+    lead = t.call_lead.strip()
+    if lead and t.call_start.strip() and lead != t.call_separator.strip():
+        # A lead found by diff is the separator written before every call but the first (analysis T2): free
+        # text before the first call and the separator between calls already allow it. Any other lead
+        # before a marked call is one the parser's opener takes only glued to the marker.
+        raise NoGrammar(f"a lead {lead!r} before the call's opener that is not the separator between calls")
     if t.format == "JSON_NATIVE":
         start = t.call_start.strip()
         paths = dict(name_path=tuple(t.name_path), args_path=tuple(t.args_path), id_path=tuple(t.id_path))
@@ -166,6 +173,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         if kind != "json_key" and not (t.name_path and t.args_path):
             raise NoGrammar("call objects without name and arguments paths")
         return Layout(kind, trigger=start, call_start=start, call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+                      lead="" if start else lead,
                       call_start_raw=t.call_start, call_end_raw=t.call_end,
                       first_key=t.first_key, extra_key=extra, **paths, **common)
     pythonic = args.kind == "pythonic"
@@ -236,7 +244,7 @@ def parameters(fn: dict) -> dict:
 def marker_texts(lay: Layout) -> list[str]:
     """Every literal the layout writes around content and calls (for a tokenizer check: which of
     them are added tokens decides how a grammar spells them)."""
-    items = [lay.trigger, lay.section_start, lay.section_end, lay.call_start, lay.call_end, lay.separator,
+    items = [lay.trigger, lay.section_start, lay.section_end, lay.call_start, lay.call_end, lay.separator, lay.lead,
              lay.key_prefix, lay.key_suffix, lay.value_suffix, lay.arg_separator, lay.reasoning_start, lay.reasoning_end,
              lay.content_start, lay.content_end, *lay.ends, *(h for h in lay.header if isinstance(h, str))]
     return [m for m in dict.fromkeys(items) if m and m.strip()]

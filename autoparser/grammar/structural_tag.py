@@ -9,7 +9,11 @@ section around the calls, no array): other formats get the Lark grammar.
 ``\\n</tool_call>``: the whitespace the template renders inside the markers), since a tag that omits it
 is accepted by both engines and then pushes the model off its own format. Whitespace outside the
 markers is free text between tags. Object-per-call formats get one tag whose JSON is the whole call
-object (an anyOf over the tools), as the template renders it; header formats one tag per tool."""
+object (an anyOf over the tools), as the template renders it; header formats one tag per tool.
+
+A lead before calls (``call_lead``) is never stated: one found by diff is the separator between calls
+(declined with the separators), and the optional lead of a call with no marker (``Layout.lead``, Llama
+3.1's ``<|python_tag|>``) has no literal trigger to begin a tag at, as such calls have none."""
 
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ def _header_tag(lay: Layout, fn: dict) -> dict:
 
 
 def structural_tag(lay: Layout, fns: list[dict], *, tool_choice: str = "auto", parallel: bool = True) -> dict:
+    if lay.lead:  # only calls with no marker of their own have one, and a triggered tag needs a literal trigger
+        raise NoGrammar(f"calls may start with the lead {lay.lead!r} or with no marker at all, which triggered tags cannot state; use the Lark grammar")
     if lay.section_start or lay.section_end or lay.separator.strip():
         raise NoGrammar("calls sit in a section (or between separators), which triggered tags cannot state; use the Lark grammar")
     if lay.kind == "json" and lay.call_start:
