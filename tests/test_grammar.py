@@ -1,5 +1,5 @@
 """Grammars in the template's own tool-call format (issue 13), checked with llguidance on a byte-level
-tokenizer: for every corpus and wild template whose tool calls verify, the template's own renderings
+tokenizer: for every corpus, wild and models/ template whose tool calls verify, the template's own renderings
 of the probe calls are accepted; schema violations, unknown tools, a second call under no-parallel
 and (with ``required``) a reply without a call are rejected; and every accepted string parses back
 through the emitted response_template to the same calls. Refusals must say why."""
@@ -25,6 +25,7 @@ llguidance = pytest.importorskip("llguidance", reason="the grammar extra is not 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 TEMPLATES = sorted((SHARED / "templates").glob("*.jinja")) + sorted((SHARED / "wild" / "templates").glob("*.jinja"))
+MODELS = sorted((Path(__file__).resolve().parents[1] / "models").glob("*.jinja"))  # the team's examples
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 # Why a verified tool-call format may get no grammar (each refusal must be one of these).
 REFUSALS = ("not covered:", "replies made of headed messages", "pythonic calls", "JSON dialect", "tool-call format detail",
@@ -32,7 +33,7 @@ REFUSALS = ("not covered:", "replies made of headed messages", "pythonic calls",
 
 
 def _id(p: Path) -> str:
-    return ("wild/" if p.parent.parent.name == "wild" else "") + p.stem
+    return ("wild/" if p.parent.parent.name == "wild" else "models/" if p.parent.name == "models" else "") + p.stem
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +93,7 @@ def _unknown(params, tools):
     tools[:] = [t for t in tools if t["function"]["name"] != "get_weather"]
 
 
-@pytest.mark.skipif(not TEMPLATES, reason=f"corpus not found at {SHARED} (../shared is absent)")
-@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+@pytest.mark.parametrize("path", TEMPLATES + MODELS, ids=_id)
 def test_grammar(path, tokenizer):
     src, res, report = _verified(path)
     a, template = res.analysis, res.template

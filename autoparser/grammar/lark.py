@@ -474,7 +474,10 @@ class _Writer:
                     self.rule(f"open: WS? {self.lit(lay.trigger)}")
                 else:
                     self.rule(f"open: /{WS_CHARS}*{rx(lay.trigger)}/")
-                calls.append(f"cwrap? open {self.section(consumed=bool(lay.trigger))} tail")
+                sec = self.section(consumed=bool(lay.trigger))
+                # The wrapped content before the calls, or after them (a template that writes its answer
+                # after the calls: ``[CALLS]…[ANSWER]…[/ANSWER]``); not both: the parser would keep the second.
+                calls += [f"cwrap? open {sec} tail", f"open {sec} WS? cwrap tail"]
         elif lay.trigger:
             if ends:
                 content.append(self.upto("text_end", ends, avoid=[lay.trigger]))
