@@ -1,6 +1,15 @@
 """One exception family, so callers (CLI, batch, hook) can turn any failure into one line."""
 
 
+def without_frames(e: BaseException) -> BaseException:
+    """``e`` fit to be kept and raised again: without its traceback and the exceptions it replaced, which
+    hold the failed call's frames (a render's context, macros, closures; a parser's state) for as long as
+    it is kept, promote them to the garbage collector's oldest generation, and grow at each re-raise.
+    Callers read only its message (and type)."""
+    e.__traceback__ = e.__context__ = e.__cause__ = None
+    return e
+
+
 class AutoparserError(Exception):
     """Base error. ``where`` names the file, model or template the problem is in."""
 

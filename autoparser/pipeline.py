@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 
 from .analysis import workarounds as wa
@@ -16,7 +17,7 @@ from .analysis.reasoning import analyze_reasoning
 from .analysis.tools import analyze_tools
 from .analysis.turn import analyze_turn
 from .emit import emit
-from .errors import AnalysisError, AutoparserError, VerificationError
+from .errors import AnalysisError, AutoparserError, VerificationError, without_frames
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
 from .verify import roundtrip
@@ -83,8 +84,7 @@ def infer_result(chat_template: str, special_tokens: dict | None = None, *, wher
         try:
             hit = _infer(chat_template, special_tokens, where, reasoning_field, workarounds_dir, verify)
         except VerificationError as e:  # deterministic; budget failures (TemplateError) are not remembered
-            hit = e
-            hit.__traceback__ = None  # its frames (the failed verification's reports and cases) need not live on in the memo
+            hit = without_frames(e)  # its frames (the failed verification's reports and cases) need not live on in the memo
         if len(_memo) >= MEMO_SIZE:
             _memo.pop(next(iter(_memo)))
         _memo[key] = hit
@@ -120,21 +120,10 @@ def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_di
     return Result(template, a, tuple(warnings), template_hash(chat_template, special_tokens), verdict)
 
 
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"  # what ``\w`` matches in a str pattern
-
-
 def _spells(source: str, name: str) -> bool:
-    """Whether ``source`` holds ``name`` (a word) as a whole word, as a regex search with a word boundary on
-    either side would say, without the regex: it scanned the whole template from every position (a
-    hundred microseconds a template, twice)."""
-    i = source.find(name)
-    while i >= 0:
-        j = i + len(name)
-        if (i == 0 or not _word(source[i - 1])) and (j == len(source) or not _word(source[j])):
-            return True
-        i = source.find(name, i + 1)
-    return False
+    """Whether ``source`` holds ``name`` as a whole word. The pattern starts with the name, so the regex
+    module scans for it as a literal (``\\bname\\b`` was tried at every position: 3.6 ms per corpus pass)."""
+    return re.search(rf"{name}(?<!\w{name})(?!\w)", source) is not None
 
 
 def infer(chat_template: str, **special_tokens: str) -> dict:

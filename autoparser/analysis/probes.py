@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from itertools import chain, product
 
 from .diff import MARKER, common_suffix_at, prefix_len, suffix_len, unsplit_prefix
-from ..errors import TemplateError
+from ..errors import TemplateError, without_frames
 from ..render import REASONING_KEYS, Renderer, constant
 from ..render.sandbox import CACHE_SOURCE
 
@@ -366,14 +366,6 @@ class Generation:
     full: str
 
 
-def _bare(e: TemplateError) -> TemplateError:
-    """A remembered render error without what its raise left on it: its traceback and the jinja error it
-    replaced hold the failed render's frames (the template's context, macros, closures), which would live
-    as long as the render cache and each re-raise would lengthen the traceback. Only its message is read."""
-    e.__traceback__ = e.__context__ = e.__cause__ = None
-    return e
-
-
 @dataclass(frozen=True)
 class Style:
     """One way of writing the probe messages that the template accepts."""
@@ -434,10 +426,10 @@ class Prober:
             try:
                 hit = self._render_new(msgs, tools, kw)
             except TemplateError as e:
-                hit = _bare(e)
+                hit = without_frames(e)
             self._renders[key] = hit
         if isinstance(hit, TemplateError):
-            raise _bare(hit)
+            raise without_frames(hit)
         return hit
 
     def _switches(self, kw: dict) -> tuple:
@@ -576,7 +568,7 @@ class Prober:
         hit = self._cache.get(key)  # a rendering or the error it raised, never None
         if hit is not None:
             if isinstance(hit, TemplateError):
-                raise _bare(hit)
+                raise without_frames(hit)
             return hit
         current = self.style
         first_error = None
@@ -590,7 +582,7 @@ class Prober:
             self._cache[key] = out
             return out
         self._cache[key] = first_error
-        raise _bare(first_error)
+        raise without_frames(first_error)
 
     def _styles(self) -> list[Style]:
         return list(_styles(self.style.thinking_chunks))

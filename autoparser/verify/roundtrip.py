@@ -20,7 +20,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
 from ..analysis.probes import Prober, assistant, drop_trailer, align_history, name_tools
-from ..errors import TemplateError
+from ..errors import TemplateError, without_frames
 from ..render import REASONING_KEYS, Renderer, budget, constant, watchdog
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
@@ -754,9 +754,7 @@ class _Parsing:
             try:
                 out = parse()
             except Exception as e:  # noqa: BLE001 - remembered and raised again, as the parser raised it
-                # without its traceback and context: they hold the parser's frames for the prober's life
-                out = e.with_traceback(None)
-                out.__context__ = out.__cause__ = None
+                out = without_frames(e)
             if self.key is not None:
                 self.memo[key] = out
         else:
