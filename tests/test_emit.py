@@ -221,3 +221,37 @@ def test_text_after_a_complete_value_is_content_streamed_or_not():
     text = '{"name": "get_weather", "parameters": {"city": "Paris"}}}'
     for msg in both(spec, text):
         assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+
+
+LLAMA31 = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja"
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('<call>{"name": "get_weather", "arguments": {"city": "Paris"}}</call><|pause|>', ["get_weather"], None),
+    ('<call>{"name": "a", "arguments": {}}</call><call>{"name": "b", "arguments": {}}</call><|pause|>\n', ["a", "b"], None),
+    ('<call>{"name": "get_weather", "arguments": {"city": "Paris"}}</call><|end|>', ["get_weather"], None),
+    ("The answer.<|end|>", [], "The answer."),
+])
+def test_an_end_of_message_marker_after_calls_is_no_content(text, calls, content):
+    """A turn that calls tools may end with its own marker (end of message: the model waits for the
+    results), which the template writes only once the caller defines a context name (``executor``,
+    Llama 3.1's ``builtin_tools``): found by diff (``Tools.end_markers``), it ends the turn like the
+    usual end and never arrives as content. Before, ``<|pause|>`` after the call was the content."""
+    for msg in both(template("end-of-message"), text):
+        assert [c["function"]["name"] for c in msg.get("tool_calls") or []] == calls
+        assert msg.get("content") == content
+
+
+@pytest.mark.skipif(not LLAMA31.exists(), reason="needs ../shared/corpus")
+@pytest.mark.parametrize("lead", ["<|python_tag|>", ""])
+def test_llama31_eom_after_a_json_call_is_no_content(lead):
+    """Llama 3.1 ends a tool-call turn with ``<|eom_id|>`` (its template writes it when ``builtin_tools``
+    is defined; the model card's JSON tool-call example ends so): the call parses and content stays empty
+    (it was ``<|eom_id|>``)."""
+    import autoparser
+
+    spec = autoparser.infer(LLAMA31.read_text(encoding="utf-8"), bos_token="<|begin_of_text|>", eos_token="<|eot_id|>")
+    text = lead + '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>'
+    for msg in both(spec, text):
+        assert msg["tool_calls"] == [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]
+        assert not msg.get("content")

@@ -239,6 +239,25 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
 
 
 
+# What every template reads from the render context that is no switch of its own: the conversation, the
+# generation flag, special tokens and the sandbox's globals.
+_STANDARD_NAMES = frozenset({
+    "messages", "tools", "documents", "add_generation_prompt", "enable_thinking", "bos_token", "eos_token", "unk_token",
+    "pad_token", "raise_exception", "strftime_now", "namespace", "dict", "range", "lipsum", "cycler", "joiner", "loop",
+    "true", "false", "none", "True", "False", "None", "tool", "message"})
+MAX_CONTEXT_NAMES = 16
+
+
+def context_names(source: str) -> list[str]:
+    """The other names a template reads from the render context (``builtin_tools``, ``date_string``,
+    ``custom_tools``), sorted, at most ``MAX_CONTEXT_NAMES``: the parsed template is read, nothing runs."""
+    try:
+        names = _read_before_set(_tree(source))
+    except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
+        return []
+    return sorted(n for n in names if n not in _STANDARD_NAMES and not n.endswith("_token"))[:MAX_CONTEXT_NAMES]
+
+
 def tool_schema(name: str, params: dict[str, dict] | None = None) -> dict:
     params = params if params is not None else {ARG_A: {"type": "string", "description": "first"}, ARG_B: {"type": "string", "description": "second"}}
     return {

@@ -16,6 +16,7 @@ import regex as re
 from transformers.utils.chat_parsing.content_parsers import parse_content
 
 from .diff import MARKER, _marker_spans, common_prefix_at, common_suffix_at, diff, leading_markers, markers, prefix_len, suffix_len
+from . import probes
 from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
 from ..errors import TemplateError
 from .model import Arguments, Content, Reasoning, Tools, Turn
@@ -114,6 +115,42 @@ def _after_reasoning(text: str | None, r: Reasoning) -> str | None:
 
 
 def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[str]) -> Tools:
+    t = _analyze_tools(pr, turn, r, c, log)
+    return _end_variants(pr, turn, t, log) if t.format != "NONE" and t.family not in ("unknown", "nameless") else t
+
+
+def _end_variants(pr: Prober, turn: Turn, t: Tools, log: list[str]) -> Tools:
+    """End-of-turn markers a template writes after a tool-call turn in another setting of its context
+    (Llama 3.1 ends such a turn with ``<|eom_id|>``, end of message: the model waits for the tool's
+    result, once ``builtin_tools`` is defined; otherwise with ``<|eot_id|>``). Each other name the
+    template reads from its context (``probes.context_names``) is given as defined but empty (``()``):
+    where that turns one marker after the call into another, and the rest of the turn's end stays as it
+    was, the new marker is a variant of the turn's end that models write (``Tools.end_markers``)."""
+    msgs = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
+    base = pr.try_render(msgs)
+    if not base or VAL_A not in base:
+        return t
+    tail = base[base.rfind(VAL_A) + len(VAL_A):]
+    ends = list(t.end_markers)
+    for name in probes.context_names(pr.r.source):
+        if name in pr.tool_vars or name in pr.token_vars:  # already given (the tools under another name)
+            continue
+        other = pr.try_render(msgs, mode={**pr.modes[0], name: ()})
+        if not other or VAL_A not in other:
+            continue
+        tail2 = other[other.rfind(VAL_A) + len(VAL_A):]
+        k = prefix_len(tail, tail2)
+        k = next((m.start() for m in MARKER.finditer(tail) if m.start() <= k < m.end()), k)  # from the marker's start
+        old, new = MARKER.match(tail, k), MARKER.match(tail2, k)
+        if not (old and new) or old.group(0) not in turn.end_markers or new.group(0) in base or new.group(0) in ends:
+            continue
+        if tail[old.end():] == tail2[new.end():]:  # only the marker differs after the call
+            ends.append(new.group(0))
+            log.append(f"T8 end of a tool-call turn with {name} defined: {new.group(0)!r} where {old.group(0)!r} stands")
+    return dataclasses.replace(t, end_markers=tuple(ends)) if len(ends) > len(t.end_markers) else t
+
+
+def _analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[str]) -> Tools:
     one = _tool_text(pr, [call()])
     if not one or FN_A not in one:
         return _nameless(pr, r, log)

@@ -692,7 +692,7 @@ def _id_default(field: dict) -> dict:
 
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
-    ends = list(a.turn.end_markers)
+    ends = list(a.turn.end_markers) + [m for m in t.end_markers if m not in a.turn.end_markers]  # a call ends at either
     warnings = [f"not covered: {u}" for u in t.uncovered]
     if t.family in ("unknown", "nameless"):
         return None, warnings
