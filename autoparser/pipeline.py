@@ -21,7 +21,7 @@ from .errors import AnalysisError, AutoparserError, VerificationError, without_f
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
 from .verify import roundtrip
-from .verify.verdict import describe, settle
+from .verify.verdict import describe, reconcile, settle
 
 @dataclass(frozen=True)
 class Result:
@@ -108,7 +108,7 @@ def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_di
         except VerificationError as e:
             e.where = e.where or where
             raise
-        warnings = warnings if reduced_warnings is None else reduced_warnings
+        warnings = reconcile(warnings if reduced_warnings is None else reduced_warnings, verdict)
         if verdict["status"] == "degraded":
             warnings.append(describe(verdict))
     for name in ("bos_token", "eos_token"):

@@ -66,3 +66,11 @@ if __name__ == "__main__":
         template = autoparser.infer(path.read_text(encoding="utf-8"))
         path.with_suffix(".response.json").write_text(json.dumps(template, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(path.with_suffix(".response.json").name)
+
+
+def test_nameless_calls_are_in_the_verdict_as_in_the_warnings():
+    """Calls rendered without their names cannot be parsed (the field is left out): the warning says so,
+    and the verdict's limits say the same, though no round-trip case shows it."""
+    res = autoparser.infer_result((MODELS / "nameless-calls.jinja").read_text(encoding="utf-8"))
+    told = [w.removeprefix("not covered: ") for w in res.warnings if w.startswith("not covered: ")]
+    assert told and res.verdict["limits"] == told

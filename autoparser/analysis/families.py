@@ -23,6 +23,12 @@ from .probes import CONTENT, USER, Prober, assistant, call
 from .model import Content, Headed, Reasoning, Tools, Turn
 
 
+# Said by the analysis (``Tools.uncovered``) and by verify, for the cases that pass only when the content
+# beside calls is read as reasoning (``verify.roundtrip._Reading``): one sentence, the same in the warning
+# and in the verdict's limits.
+CONTENT_AS_REASONING = "content written with tool calls is rendered on the reasoning channel; it parses back as reasoning"
+
+
 def refine(pr: Prober, turn: Turn, r: Reasoning, c: Content, t: Tools, log: list[str]) -> Tools:
     if t.format == "NONE" or t.family in ("unknown", "nameless"):
         return t
@@ -33,7 +39,7 @@ def refine(pr: Prober, turn: Turn, r: Reasoning, c: Content, t: Tools, log: list
     uncovered = t.uncovered
     both = pr.try_render([{"role": "user", "content": USER}, assistant(CONTENT, calls=[call()])]) or ""
     if h.kind == "channels" and r.start + CONTENT in both:
-        uncovered += ("content written with tool calls is rendered on the reasoning channel; it parses back as reasoning",)
+        uncovered += (CONTENT_AS_REASONING,)
     return dataclasses.replace(t, family=h.kind, headed=h, uncovered=uncovered)
 
 

@@ -17,6 +17,7 @@ from itertools import chain
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
+from ..analysis.families import CONTENT_AS_REASONING
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
 from ..analysis.probes import Prober, assistant, drop_trailer, align_history, name_tools
@@ -101,7 +102,7 @@ class Case:
     expected: dict = field(default_factory=dict)
     parsed: dict = field(default_factory=dict)
     streamed: dict = field(default_factory=dict)
-    error: str = ""
+    error: str = ""  # why it failed, was skipped or is a limit; on a passing case, the caveat it passed under
     source: tuple = field(default=(), repr=False, compare=False)  # (msgs, message, mode) to re-render
     reading: "_Reading | None" = field(default=None, repr=False, compare=False)  # another reading of the same text
 
@@ -167,7 +168,7 @@ class Report:
 
     def limits(self) -> list[str]:
         """What the template renders that no response_template can read back, each said once."""
-        return list(dict.fromkeys(c.error for c in self.cases if c.status == "limit"))
+        return list(dict.fromkeys(c.error for c in self.cases if c.status == "limit" or c.status == "pass" and c.error))
 
     def first_failure(self) -> Case | None:
         return next((c for c in self.cases if c.status == "fail"), None)
@@ -780,6 +781,8 @@ def _check(case: Case, response_template: dict, reasoning_field: str, fields: fr
         case.expected = case.reading.expected  # the text reads as reasoning as well: the parse may give that
         f1 = _compare(case.expected, case.parsed, reasoning_field, fields)
         f2 = _compare(case.expected, case.streamed, reasoning_field, fields)
+        if "fail" not in (*f1.values(), *f2.values()):
+            case.error = CONTENT_AS_REASONING  # it passes so, and the verdict's limits say that it does
     case.fields = {k: ("pass" if f1.get(k) == f2.get(k) == "pass" else "fail") for k in sorted(set(f1) | set(f2))}
     if any(v == "fail" for v in case.fields.values()):
         case.status = "fail"

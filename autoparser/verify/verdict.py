@@ -9,7 +9,9 @@ The verdict is a plain dict (it goes into JSON files, the cache and across proce
 ``status`` full | degraded | refused; ``fields``: content, reasoning, tool_calls, ids -> pass | limit | fail
 | absent (absent: the complete template does not parse it or no probe message carries it); ``dropped``:
 the fields the emitted template lacks; ``first_failure``: the complete template's first diverging case;
-``reason``: why it was refused; ``counts`` and ``limits`` of the emitted template's verification;
+``reason``: why it was refused; ``counts`` of the emitted template's verification and its ``limits``
+(what no response_template reads back: the round trip's and the analysis' alike, each also a warning,
+``reconcile``);
 ``tool_capabilities``: single, parallel, nested, content_beside, ids -> pass | fail | absent (what the
 emitted tool_calls field covers; fail: rendered but not covered, its text arrives in content);
 ``uncovered``: the failing capabilities of a tool_calls field that is kept.
@@ -175,6 +177,22 @@ def _unparsed(report) -> list[str]:
     """Fields the template renders (some case expects them) that the response_template does not parse."""
     seen = {FIELD_NAMES[k] for c in report.cases for k in c.expected}
     return [f for f in FIELDS if f in seen and f not in report.fields]
+
+
+NOT_COVERED = "not covered: "
+
+
+def reconcile(warnings: list[str], verdict: dict) -> list[str]:
+    """One account of what the template handed out does not cover, in its warnings and in its verdict
+    alike. Emit warns of what the analysis found the format cannot express (``Tools.uncovered``: "not
+    covered: …"); the round trip finds limits of its own (unreadable values, content read as
+    reasoning). A statement only one of them makes is added to the other: a warning to the verdict's
+    ``limits`` (nameless calls the round trip has no case for), a limit to the warnings. Returns the
+    warnings; ``verdict`` is updated in place."""
+    said = [w[len(NOT_COVERED):] for w in warnings if w.startswith(NOT_COVERED)]
+    limits = verdict.setdefault("limits", [])
+    limits += [s for s in said if not any(s in lim for lim in limits)]
+    return warnings + [NOT_COVERED + lim.removeprefix(NOT_COVERED) for lim in limits if not any(s in lim for s in said)]
 
 
 def describe(verdict: dict | None) -> str:
