@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "corpus"
 SETS = {"corpus": SHARED / "templates", "wild": SHARED / "wild" / "templates", "models": HERE.parent / "models"}
-TOKENS = {"corpus": {"bos_token": "<s>", "eos_token": "</s>"}, "wild": {}, "models": {}}
+TOKENS = {"corpus": {"bos_token": "<s>", "eos_token": "</s>"}, "wild": {}, "wild2": {}, "models": {}}
 
 
 def one(job: tuple[str, str]) -> dict:
