@@ -15,7 +15,6 @@ as it finishes (nothing to resume from). An empty list is an error: more likely 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -43,7 +42,7 @@ def add_arguments(p) -> None:
     p.add_argument("--write", action="store_true", help="also store each template in a LOCAL model dir's tokenizer_config.json "
                    "(key response_template; the rest of the file is kept as it was)")
     p.add_argument("--no-verify", action="store_true", help="skip the round trip of each template on its chat template's renderings")
-    p.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    p.add_argument("--verify", action="store_true", help="the default; accepted for old scripts")
     p.add_argument("--strict", action="store_true", help="exit 1 when a template had fields left out")
     p.add_argument("--force", action="store_true", help="recompute models whose output already exists")
     p.add_argument("--template", help="named chat template to use where a model has several (e.g. tool_use)")
@@ -163,7 +162,8 @@ def _write_config(model: str, template: dict) -> str | None:
     and the new text replaces it atomically. Returns an error message, or None when done."""
     path = Path(model) / "tokenizer_config.json"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")  # bytes: line endings stay as the file has them
+        bom, text = ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
         config = json.loads(text)
     except FileNotFoundError:
         return f"--write: {path} does not exist"
@@ -176,7 +176,7 @@ def _write_config(model: str, template: dict) -> str | None:
     if config.get("response_template") is not None:
         return f"--write: {path} already has a different response_template (left unchanged)"
     try:
-        write_atomic(path, with_key(text, "response_template", template))
+        write_atomic(path, bom + with_key(text, "response_template", template))
     except ValueError as e:
         return f"--write: cannot edit {path}: {e}"
     except OSError as e:

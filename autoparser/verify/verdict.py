@@ -115,11 +115,11 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
 
 
 def _base(report) -> dict:
-    """The verdict's keys, as the report on the template as it stands gives them."""
+    """The verdict's keys, as the report on the template as it stands gives them (one shape for every status)."""
     per = report.per_field()
     return {"status": "full", "fields": {f: per.get(f, "absent") for f in FIELDS}, "dropped": [], "uncovered": [],
             "first_failure": report.first_line(), "reason": None, "counts": report.counts(), "limits": report.limits(),
-            "tool_capabilities": capabilities(report)}
+            "tool_capabilities": capabilities(report), "realistic": {}, "realistic_failures": {}}  # the last two: ``_realistic``
 
 
 def judge(report, template: dict, a: Analysis, reasoning_field: str) -> dict:
