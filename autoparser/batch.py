@@ -21,13 +21,15 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .output import record, unwrap, with_key, write_atomic
 from .errors import AutoparserError, SourceError, VerificationError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 STATE_DIR = ".autoparser-batch"
 RESERVED = {"summary"}
@@ -357,7 +359,10 @@ def _process(todo: list[Item], outdir: Path | None, args, progress: Progress, st
     """Resolve on threads, analyse each distinct template once (counted in ``stats["analysed"]``)."""
     if not todo:
         return
-    from .pipeline import template_hash  # here, not at the top: ``autoparser batch --help`` need not load transformers
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait  # here, not at the top: ``batch --help``
+    from concurrent.futures.process import BrokenProcessPool  # loads neither these nor transformers
+
+    from .pipeline import template_hash
 
     workers = min(args.workers, len(todo))
     try:  # our own bar is enough; per-file download bars would tear it
@@ -453,6 +458,7 @@ def _close(pool: ProcessPoolExecutor, stop: bool = False) -> None:
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
 

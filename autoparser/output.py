@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 _UMASK = os.umask(0)
@@ -16,6 +15,8 @@ MAX_ERROR = 400  # characters of one error line (templates raise messages of any
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write via a temporary file and rename, so a killed run never leaves half a file."""
+    import tempfile
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

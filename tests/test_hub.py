@@ -200,3 +200,13 @@ def test_current_cache_needs_one_question(hub_env, fake_hub, qwen3):
     assert resolve("test-org/qwen3").template == "new {{ messages }}"
     hub_env.offline()
     assert resolve("test-org/qwen3").template == "new {{ messages }}"  # the cache's main moved on too
+
+
+def test_a_silent_hub_is_waited_for_once(hub_env, silent_hub):
+    """Many models in one process (batch): after the Hub gave no answer, the next ones do not wait again."""
+    hub_env.point_at(silent_hub)
+    t0 = time.monotonic()
+    for model in ("org/a", "org/b", "org/c"):
+        with pytest.raises(SourceError, match="cannot reach the Hub"):
+            resolve(model)
+    assert time.monotonic() - t0 < 2 * HUB_WAIT

@@ -95,7 +95,9 @@ def add_source_arguments(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="autoparser", description="Infer a transformers response_template from a chat template.")
+    p = argparse.ArgumentParser(prog="autoparser", description="Infer a transformers response_template from a chat template.",
+                                epilog="Errors are one line on stderr: exit status 2 for input that cannot be used (a file, a "
+                                       "model, a template), 3 for an internal error. COMMAND --help describes each command.")
     p.add_argument("--version", action="version", version=f"autoparser {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     i = sub.add_parser("infer", help="print the response_template for a template file, model dir or Hub model id")

@@ -12,7 +12,8 @@ A Hub that cannot be reached costs seconds, not minutes: huggingface_hub retries
 of for about a minute, per file, and waits 10 s per file for a Hub that accepts connections but never
 answers. So the Hub is first asked once, with no retries and a short bound (``CACHED_WAIT`` when the cache
 holds the model, ``HUB_WAIT`` when it does not), which commit is current. No answer: a cached model is read
-from the cache (with a note saying so), an uncached one is one line saying what to do.
+from the cache (with a note saying so), an uncached one is one line saying what to do; and the same Hub is
+not asked again for ``REMEMBER`` seconds (a batch of many models waits once).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import dataclasses
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 from ..errors import SourceError
@@ -96,7 +98,7 @@ def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) ->
         return {f: got or _UNKNOWN for f, got in cached.items()}, []  # nothing to ask the Hub
     copy = next((Path(got).parents[f.count("/")] for f, got in cached.items() if got not in (None, _ABSENT)), None)
     try:
-        commit = _current_commit(repo_id, revision, label, CACHED_WAIT if copy else HUB_WAIT)
+        commit = _asked(repo_id, revision, label, CACHED_WAIT if copy else HUB_WAIT)
     except _Unreachable as e:
         if copy is None:
             raise SourceError(_unreachable(str(e)), label) from None
@@ -118,6 +120,26 @@ def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) ->
 
 class _Unreachable(Exception):
     """The Hub gave no usable answer in time (the message says what happened)."""
+
+
+REMEMBER = 60.0  # seconds a Hub that gave no answer is not asked again (a batch of many models waits once)
+_silent: dict[str, tuple[float, float, str]] = {}  # endpoint -> (when it gave no answer, how long it had, what happened)
+
+
+def _asked(repo_id: str, revision: str | None, label: str, wait: float) -> str | None:
+    """``_current_commit``, unless the same endpoint gave no answer in the last ``REMEMBER`` seconds with at
+    least as long to answer (no answer in CACHED_WAIT does not settle whether it answers in HUB_WAIT)."""
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
+    when, had, why = _silent.get(endpoint, (None, 0.0, ""))
+    if when is not None and time.monotonic() - when < REMEMBER and had >= wait:
+        raise _Unreachable(why)
+    try:
+        return _current_commit(repo_id, revision, label, wait)
+    except _Unreachable as e:
+        _silent[endpoint] = (time.monotonic(), wait, str(e))
+        raise
 
 
 def _cached(repo_id: str, filename: str, revision: str) -> str | None:
