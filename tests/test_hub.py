@@ -210,3 +210,10 @@ def test_a_silent_hub_is_waited_for_once(hub_env, silent_hub):
         with pytest.raises(SourceError, match="cannot reach the Hub"):
             resolve(model)
     assert time.monotonic() - t0 < 2 * HUB_WAIT
+
+
+def test_hf_hub_etag_timeout_sets_the_wait(hub_env, silent_hub, monkeypatch):
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
+    hub_env.point_at(silent_hub)  # reloads huggingface_hub's settings, the timeout's too
+    with pytest.raises(SourceError, match=r"no answer within 1 s"):
+        resolve("org/model")

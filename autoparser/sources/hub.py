@@ -98,7 +98,7 @@ def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) ->
         return {f: got or _UNKNOWN for f, got in cached.items()}, []  # nothing to ask the Hub
     copy = next((Path(got).parents[f.count("/")] for f, got in cached.items() if got not in (None, _ABSENT)), None)
     try:
-        commit = _asked(repo_id, revision, label, CACHED_WAIT if copy else HUB_WAIT)
+        commit = _asked(repo_id, revision, label, _wait(cached=copy is not None))
     except _Unreachable as e:
         if copy is None:
             raise SourceError(_unreachable(str(e)), label) from None
@@ -116,6 +116,16 @@ def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) ->
             if _COMMIT.fullmatch(snapshot.name):
                 rev = snapshot.name  # pin the rest to the same commit (and skip their network calls once cached)
     return files, []
+
+
+def _wait(cached: bool) -> float:
+    """How long the Hub gets: ``HF_HUB_ETAG_TIMEOUT`` when the user set it (huggingface_hub's own knob for
+    this question), else ``CACHED_WAIT`` or ``HUB_WAIT``."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_ETAG_TIMEOUT != constants.DEFAULT_ETAG_TIMEOUT:
+        return float(constants.HF_HUB_ETAG_TIMEOUT)
+    return CACHED_WAIT if cached else HUB_WAIT
 
 
 class _Unreachable(Exception):
