@@ -8,41 +8,49 @@ its record, so a killed run resumes where it stopped. One model failing never st
 
 Each template is verified (``autoparser.verdict``) unless ``--no-verify``: a model is full, degraded (which
 fields were left out) or refused (why); failed means its template could not be fetched.
+
+``-o -`` writes no files: each model's summary row, with its response_template, is one JSON line on stdout
+as it finishes (nothing to resume from). An empty list is an error: more likely a wrong file than a request.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import re
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .pipeline import template_hash
-from .output import record, unwrap, write_atomic
+from .output import record, unwrap, with_key, write_atomic
 from .errors import AutoparserError, SourceError, VerificationError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 STATE_DIR = ".autoparser-batch"
 RESERVED = {"summary"}
 
 
 def add_arguments(p) -> None:
-    p.add_argument("models", help="file with one Hub model id or local model directory per line ('-' for stdin; blank lines and # comments ignored)")
-    p.add_argument("-o", "--output-dir", required=True, help="where <model>.json, summary.json and summary.md go")
+    p.add_argument("models", help="file with one Hub model id or local model directory per line ('-' for stdin; blank lines and "
+                   "# comments ignored; a list with no model is an error, exit status 2)")
+    p.add_argument("-o", "--output-dir", required=True, help="where <model>.json, summary.json and summary.md go; '-': no files, "
+                   "each model's summary row with its response_template as one JSON line on stdout")
     p.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1), help="parallel workers (default: min(4, CPUs))")
-    p.add_argument("--write", action="store_true", help="also store each template in a LOCAL model dir's tokenizer_config.json (key response_template)")
+    p.add_argument("--write", action="store_true", help="also store each template in a LOCAL model dir's tokenizer_config.json "
+                   "(key response_template; the rest of the file is kept as it was)")
     p.add_argument("--no-verify", action="store_true", help="skip the round trip of each template on its chat template's renderings")
-    p.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    p.add_argument("--verify", action="store_true", help="the default; accepted for old scripts")
     p.add_argument("--strict", action="store_true", help="exit 1 when a template had fields left out")
     p.add_argument("--force", action="store_true", help="recompute models whose output already exists")
     p.add_argument("--template", help="named chat template to use where a model has several (e.g. tool_use)")
-    p.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
+    p.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"],
+                   help="the message key reasoning is parsed into (default thinking; reasoning_content is transformers' older name)")
+    p.set_defaults(func=run)
 
 
 @dataclass
@@ -50,6 +58,7 @@ class Item:
     model: str
     name: str  # output file stem
     rec: dict = field(default_factory=dict)  # its summary row
+    template: dict | None = None  # the response_template, kept for ``-o -`` (no file holds it)
 
 
 # -- input and names ---------------------------------------------------------------------------------------------
@@ -150,11 +159,14 @@ def _remove_stale_temporaries(outdir: Path) -> None:
 
 
 def _write_config(model: str, template: dict) -> str | None:
-    """Store ``template`` as ``response_template`` in a local model dir's tokenizer_config.json (as
-    ``save_pretrained`` writes it). Returns an error message, or None when done."""
+    """Store ``template`` as ``response_template`` in a local model dir's tokenizer_config.json, where
+    ``from_pretrained`` reads it. The user's file is edited, not rewritten: every other byte stays (``with_key``),
+    and the new text replaces it atomically. Returns an error message, or None when done."""
     path = Path(model) / "tokenizer_config.json"
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")  # bytes: line endings stay as the file has them
+        bom, text = ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+        config = json.loads(text)
     except FileNotFoundError:
         return f"--write: {path} does not exist"
     except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -165,9 +177,10 @@ def _write_config(model: str, template: dict) -> str | None:
         return None
     if config.get("response_template") is not None:
         return f"--write: {path} already has a different response_template (left unchanged)"
-    config["response_template"] = template
     try:
-        write_atomic(path, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        write_atomic(path, bom + with_key(text, "response_template", template))
+    except ValueError as e:
+        return f"--write: cannot edit {path}: {e}"
     except OSError as e:
         return f"--write: cannot write {path}: {e.strerror or e}"
     return None
@@ -186,8 +199,9 @@ def _maybe_write(it: Item, template: dict, args) -> None:
         it.rec["written"] = str(Path(it.model) / "tokenizer_config.json")
 
 
-def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
-    """Record a model's outcome; on success write its output, then its resume record."""
+def _finish(outdir: Path | None, it: Item, res: dict, args, first: str | None) -> None:
+    """Record a model's outcome; on success write its output, then its resume record (``outdir`` None: keep the
+    template for the JSON line instead)."""
     if not res["ok"]:
         it.rec.update(status="failed", verdict="refused" if res.get("refused") else "failed", error=res["error"], verify=res.get("verdict"))
         return
@@ -195,6 +209,10 @@ def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
     it.rec.update(status="ok", verdict=v["status"] if v else "unverified", dropped=v["dropped"] if v else [], hash=res["hash"],
                   reasoning=res["reasoning"], tools=res["tools"], content=res["content"], warnings=res["warnings"], verify=v,
                   analysed=first is None, same_template_as=first)
+    if outdir is None:
+        it.template = res["template"]
+        _maybe_write(it, res["template"], args)
+        return
     text = record(res["template"], v)
     try:
         write_atomic(outdir / f"{it.name}.json", text)
@@ -252,10 +270,11 @@ def _totals_line(totals: dict) -> str:
 # -- progress ----------------------------------------------------------------------------------------------------
 
 class Progress:
-    """A tqdm bar on a terminal; otherwise (logs, CI) one line per model."""
+    """A tqdm bar on a terminal; otherwise (logs, CI) one line per model. With ``lines`` (``-o -``) each
+    finished model's summary row and response_template also go to stdout as one JSON line."""
 
-    def __init__(self, total: int):
-        self.total, self.count, self.bar = total, 0, None
+    def __init__(self, total: int, lines: bool = False):
+        self.total, self.count, self.bar, self.lines = total, 0, None, lines
         if sys.stderr.isatty():
             try:
                 from tqdm import tqdm
@@ -267,6 +286,9 @@ class Progress:
     def step(self, it: Item) -> None:
         self.count += 1
         r = it.rec
+        if self.lines:
+            sys.stdout.write(json.dumps({**r, "response_template": it.template}, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
         if r["status"] == "ok":
             how = "resumed" if r.get("resumed") else "analysed" if r.get("analysed") else f"same template as {r.get('same_template_as')}"
             line = f"{r.get('verdict')} ({how}; reasoning {r.get('reasoning')}, tools {r.get('tools')})"
@@ -292,17 +314,21 @@ def run(args) -> int:
     if args.workers < 1:
         raise AutoparserError("--workers must be at least 1", "batch")
     models = read_models(args.models)
-    outdir = Path(args.output_dir)
-    try:
-        (outdir / STATE_DIR).mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise SourceError(f"cannot create the output directory: {e.strerror or e}", str(outdir)) from None
-    _remove_stale_temporaries(outdir)
-    items = [Item(m, n, {"model": m, "output": f"{n}.json", "status": "pending"}) for m, n in zip(models, safe_names(models))]
-    progress = Progress(len(items))
+    if not models:
+        raise SourceError("the model list is empty (one Hub model id or local model directory per line; blank lines and # comments "
+                          "are skipped)", "stdin" if args.models == "-" else args.models)
+    outdir = None if args.output_dir == "-" else Path(args.output_dir)
+    if outdir is not None:
+        try:
+            (outdir / STATE_DIR).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SourceError(f"cannot create the output directory: {e.strerror or e}", str(outdir)) from None
+        _remove_stale_temporaries(outdir)
+    items = [Item(m, n, {"model": m, "output": f"{n}.json" if outdir else None, "status": "pending"}) for m, n in zip(models, safe_names(models))]
+    progress = Progress(len(items), lines=outdir is None)
     todo = []
     for it in items:
-        prev = None if args.force else _previous(outdir, it, args)
+        prev = None if args.force or outdir is None else _previous(outdir, it, args)
         if prev is None:
             todo.append(it)
             continue
@@ -322,16 +348,22 @@ def run(args) -> int:
         totals = {"models": len(items), "ok": ok, **verdicts, "failed": sum(it.rec["status"] == "failed" for it in items),
                   "resumed": sum(bool(it.rec.get("resumed")) for it in items), "analysed": analysed,
                   "unfinished": sum(it.rec["status"] == "pending" for it in items)}
-        write_summary(outdir, items, totals)
+        if outdir is not None:
+            write_summary(outdir, items, totals)
     print(f"autoparser batch: {_totals_line(totals)}, {totals['resumed']} resumed; analysed {analysed} distinct template(s)"
-          f"; summary in {outdir / 'summary.md'}", file=sys.stderr)
+          + (f"; summary in {outdir / 'summary.md'}" if outdir is not None else ""), file=sys.stderr)
     return 1 if totals["failed"] or (args.strict and totals["degraded"]) else 0
 
 
-def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: dict) -> None:
+def _process(todo: list[Item], outdir: Path | None, args, progress: Progress, stats: dict) -> None:
     """Resolve on threads, analyse each distinct template once (counted in ``stats["analysed"]``)."""
     if not todo:
         return
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait  # here, not at the top: ``batch --help``
+    from concurrent.futures.process import BrokenProcessPool  # loads neither these nor transformers
+
+    from .pipeline import template_hash
+
     workers = min(args.workers, len(todo))
     try:  # our own bar is enough; per-file download bars would tear it
         from huggingface_hub.utils import disable_progress_bars
@@ -359,6 +391,7 @@ def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: di
         analysing[fut] = (h, cpu)
         pending.add(fut)
 
+    stopped = True  # until the loop ends normally: an interrupt or an error stops the workers at once
     try:
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -395,20 +428,37 @@ def _process(todo: list[Item], outdir: Path, args, progress: Progress, stats: di
                     except BrokenProcessPool:
                         res = {"ok": False, "error": "the analysis worker process died (out of memory or a crash)"}
                         if pool is cpu:  # everything queued on it fails too; later templates get a new pool
-                            cpu.shutdown(wait=False, cancel_futures=True)
+                            _close(cpu)
                             cpu = _new_pool(workers)
                     done_hashes[h] = (res, first_of[h])
                     for k, it in enumerate(waiting.pop(h)):
                         _finish(outdir, it, res, args, None if k == 0 else first_of[h])
                         progress.step(it)
+        stopped = False
     finally:
         io.shutdown(wait=False, cancel_futures=True)
         if cpu is not None:
-            cpu.shutdown(wait=False, cancel_futures=True)
+            _close(cpu, stop=stopped)
+
+
+def _close(pool: ProcessPoolExecutor, stop: bool = False) -> None:
+    """Shut a worker pool down and wait for its manager thread to end. Left running (``wait=False``), that
+    thread closes its wakeup pipe while the interpreter's exit hook (``concurrent.futures.process._python_exit``)
+    writes to it without a lock: "Exception ignored in: <module 'threading'> ... OSError: [Errno 9] Bad file
+    descriptor" at the end of some runs. ``stop`` (an interrupt): the workers are terminated first, so the
+    wait is short (the pool then counts as broken, which is what its manager thread cleans up after)."""
+    if stop:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before Python 3.14
+            try:
+                proc.terminate()
+            except (OSError, ValueError):
+                pass
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init)
 

@@ -21,7 +21,7 @@ from .errors import AnalysisError, AutoparserError, VerificationError, without_f
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
 from .verify import roundtrip
-from .verify.verdict import describe, reconcile, settle
+from .verify.verdict import describe, judge as judge_report, reconcile, settle
 
 @dataclass(frozen=True)
 class Result:
@@ -141,3 +141,16 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
     uncovered = (res.verdict or {}).get("uncovered") or () if own else ()  # what the emitted field does not cover must arrive in content
     return roundtrip.verify(chat_template, response_template if response_template is not None else res.template, special_tokens,
                             analysis=res.analysis, messages=messages, reasoning_field=reasoning_field, uncovered=uncovered)
+
+
+def judge(chat_template: str, response_template: dict | None = None, special_tokens: dict | None = None, *,
+          reasoning_field: str = "thinking") -> tuple[dict, roundtrip.Report, dict]:
+    """(template, its round-trip report, its verdict) for ``response_template`` (the inferred one when not
+    given): the verdict has the keys ``infer`` gives its own (``verdict.judge``), so ``verify --json`` reads
+    like ``infer -o``. The inferred template's verdict is the one ``infer`` settled on."""
+    res = infer_result(chat_template, special_tokens, reasoning_field=reasoning_field)
+    template = res.template if response_template is None else response_template
+    report = verify(chat_template, template, special_tokens, reasoning_field=reasoning_field)
+    if template == res.template and res.verdict is not None:
+        return template, report, res.verdict
+    return template, report, judge_report(report, template, res.analysis, reasoning_field)

@@ -147,6 +147,11 @@ class HubEnv:
             self._mp.delenv("HF_HUB_OFFLINE", raising=False)
         _reload_hf_constants()
 
+    def point_at(self, url: str):
+        """Send this process and later subprocesses to another Hub endpoint (one that never answers, say)."""
+        self._mp.setenv("HF_ENDPOINT", url)
+        _reload_hf_constants()
+
     def run(self, *args: str, input: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
         """``python -m autoparser ARGS`` in a subprocess with this environment."""
         return subprocess.run([sys.executable, "-m", "autoparser", *args], input=input, capture_output=True, text=True,

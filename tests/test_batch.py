@@ -5,9 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from conftest import corpus_template
 
+from autoparser import output
 from autoparser.batch import read_models, safe_names
 
 QWEN_CONFIG = {"eos_token": "<|im_end|>"}
@@ -148,3 +153,146 @@ def test_batch_summary_full_degraded_refused(hub_env, fake_hub, tmp_path):
     unverified = hub_env.run("batch", "models.txt", "-o", "out2", "--workers", "1", "--no-verify")
     assert unverified.returncode == 0 and "2 unverified" in unverified.stderr
     assert json.loads((tmp_path / "out2" / "org--degraded.json").read_text())["verdict"] is None
+
+
+# -- scripting, the user's files, a clean exit -------------------------------------------------------------------
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def _model_dir(root: Path, name: str, config_text: str = '{"eos_token": "</s>"}\n') -> Path:
+    """A local model directory holding one of the team's templates."""
+    d = root / name
+    d.mkdir()
+    (d / "chat_template.jinja").write_text((MODELS / f"{name}.jinja").read_text(encoding="utf-8"), encoding="utf-8")
+    (d / "tokenizer_config.json").write_bytes(config_text.encode("utf-8"))
+    return d
+
+
+def _batch(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autoparser", "batch", *args], capture_output=True, text=True, cwd=cwd, input=stdin,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("listing", ["", "\n\n", "# only comments\n   # and blanks\n\n"])
+def test_batch_empty_list_says_so(tmp_path, listing):
+    """An empty list (or only comments) exited 0 in silence; it is one line and exit status 2, and no output
+    directory is made."""
+    (tmp_path / "empty.txt").write_text(listing)
+    r = _batch("empty.txt", "-o", "out", cwd=tmp_path)
+    lines = [line for line in r.stderr.splitlines() if "PyTorch" not in line]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("autoparser: error: empty.txt: the model list is empty"), r.stderr
+    assert not (tmp_path / "out").exists()
+    r = _batch("-", "-o", "out", cwd=tmp_path, stdin=listing)
+    assert r.returncode == 2 and "stdin: the model list is empty" in r.stderr
+
+
+def test_batch_output_dash_is_json_lines_on_stdout(tmp_path):
+    _model_dir(tmp_path, "chatml-think")
+    (tmp_path / "models.txt").write_text("./chatml-think\n./missing-dir\n")
+    r = _batch("models.txt", "-o", "-", "--workers", "1", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr  # one model failed
+    rows = {row["model"]: row for row in map(json.loads, r.stdout.splitlines())}
+    assert set(rows) == {"./chatml-think", "./missing-dir"}
+    ok = rows["./chatml-think"]
+    assert ok["status"] == "ok" and ok["verdict"] == "full" and "thinking" in ok["response_template"]["fields"]
+    assert rows["./missing-dir"]["status"] == "failed" and rows["./missing-dir"]["response_template"] is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chatml-think", "models.txt"]  # no "-" directory, no summary
+
+
+CONFIG_STYLES = {
+    "four spaces, unsorted keys, non-ASCII": '{\n    "model_max_length": 131072,\n    "eos_token": "</s>",\n    "added_tokens_decoder": {\n'
+                                            '        "0": {"content": "<unk>", "special": true}\n    },\n    "note": "Zürich —",\n'
+                                            '    "bos_token": "<s>"\n}\n',
+    "tabs, CRLF, no final newline": '{\r\n\t"z_last": [1, 2.50, 3e2],\r\n\t"a_first": {\r\n\t\t"nested": null\r\n\t}\r\n}',
+    "one line, escaped": '{"b":"\\u00fc","a":1}',
+    "key present as null": '{\n  "response_template": null,\n  "eos_token": "</s>"\n}\n',
+    "byte order mark": '\ufeff{\n  "eos_token": "</s>"\n}\n',
+}
+
+
+@pytest.mark.parametrize("style", list(CONFIG_STYLES))
+def test_batch_write_keeps_the_rest_of_tokenizer_config(tmp_path, style):
+    """``--write`` re-serialised the user's file (keys sorted, indent changed); now only response_template
+    changes: removing that member gives back the original bytes."""
+    original = CONFIG_STYLES[style]
+    d = _model_dir(tmp_path, "chatml-think", original)
+    (tmp_path / "models.txt").write_text("./chatml-think\n")
+    r = _batch("models.txt", "-o", "out", "--workers", "1", "--write", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    written = (d / "tokenizer_config.json").read_bytes().decode("utf-8")
+    config = json.loads(written.removeprefix("\ufeff"))
+    template = json.loads((tmp_path / "out" / "chatml-think-" f"{_stem_hash('./chatml-think')}.json").read_text())["response_template"]
+    assert config == {**json.loads(original.removeprefix("\ufeff")), "response_template": template}
+    assert _without_member(written, "response_template") == _without_member(original, "response_template")
+    assert sorted(p.name for p in d.iterdir()) == ["chat_template.jinja", "tokenizer_config.json"]  # no temporary left
+
+
+def _stem_hash(model: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(model.encode()).hexdigest()[:8]
+
+
+def _without_member(text: str, key: str) -> str:
+    """``text`` with the member ``key`` (and the separator before it) cut out, the rest as it was."""
+    bom, text = ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+    return bom + _cut(text, key)
+
+
+def _cut(text: str, key: str) -> str:
+    members, _ = output._members(text)
+    found = [m for m in members if m[0] == key]
+    if not found:
+        return text
+    _, start, _, end = found[-1]
+    index = members.index(found[-1])
+    if index:  # cut from the end of the previous value
+        return text[:members[index - 1][3]] + text[end:]
+    rest = output._WS.match(text, end).end()
+    return text[:start] + text[rest + 1:].lstrip(" \t\r\n") if text[rest] == "," else text[:start] + text[end:]
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', '{\n  "a": {\n    "b": [1, 2]\n  }\n}\n', "{}", "{\n}\n", '{"a": 1, "a": 2}',
+                                  '{\r\n\t"x": "\\u00e9"\r\n}'])
+def test_with_key_changes_one_member(text):
+    value = {"fields": {"content": {"content": "text"}}, "note": "é"}
+    out = output.with_key(text, "response_template", value)
+    assert json.loads(out) == {**json.loads(text), "response_template": value}
+    assert out.startswith(text[: text.rindex("}")].rstrip()) or text.strip() in ("{}", "{\n}")
+    assert output.with_key(out, "response_template", value) == out  # replacing in place is stable
+    assert output.with_key(out, "response_template", 1).count("response_template") == 1
+    for bad in ("[1]", '"x"', "{", '{"a" 1}'):
+        with pytest.raises(ValueError):
+            output.with_key(bad, "k", 1)
+
+
+def test_batch_exits_cleanly(tmp_path):
+    """``batch`` ended some runs with "Exception ignored in: <module 'threading'> ... OSError: [Errno 9] Bad file
+    descriptor": its worker pool was shut down without waiting, and the pool's manager thread closed its wakeup
+    pipe while the interpreter's exit hook wrote to it. Several runs, stderr holds only batch's own lines."""
+    for name in ("chatml-think", "json-bare", "flat-calls"):
+        _model_dir(tmp_path, name)
+    (tmp_path / "models.txt").write_text("./chatml-think\n./json-bare\n./flat-calls\n")
+    for k in range(4):
+        r = _batch("models.txt", "-o", f"out{k}", "--workers", "2", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        noise = [line for line in r.stderr.splitlines() if not line.startswith(("[", "autoparser batch:")) and "PyTorch" not in line]
+        assert noise == [], r.stderr
+
+
+def test_batch_leaves_no_pool_thread_running(tmp_path, monkeypatch):
+    """The root of the exit noise above, checked without luck: when ``run`` returns, no worker pool's manager
+    thread is left for the interpreter's exit hook to race with."""
+    import argparse
+    import concurrent.futures.process as cfp
+
+    from autoparser import batch
+
+    for name in ("chatml-think", "json-bare"):
+        _model_dir(tmp_path, name)
+    (tmp_path / "models.txt").write_text(f"{tmp_path / 'chatml-think'}\n{tmp_path / 'json-bare'}\n")
+    args = argparse.Namespace(models=str(tmp_path / "models.txt"), output_dir=str(tmp_path / "out"), workers=2, write=False,
+                              no_verify=False, verify=False, strict=False, force=True, template=None, reasoning_field="thinking")
+    assert batch.run(args) == 0
+    assert [t.name for t in list(cfp._threads_wakeups) if t.is_alive()] == []

@@ -6,13 +6,15 @@ The Hub is ``fake_hub`` (a real HTTP server, see conftest.py); huggingface_hub i
 from __future__ import annotations
 
 import json
+import socket
+import time
 
 import pytest
 from conftest import corpus_template
 
 from autoparser import infer_result
 from autoparser.errors import SourceError
-from autoparser.sources.hub import HUB_FILES, resolve
+from autoparser.sources.hub import CACHED_WAIT, HUB_FILES, HUB_WAIT, resolve
 
 QWEN_CONFIG = {"eos_token": {"content": "<|im_end|>", "special": True, "__type": "AddedToken"}, "pad_token": "<|endoftext|>",
                "bos_token": None}
@@ -121,3 +123,97 @@ def test_second_resolve_uses_cached_files(hub_env, fake_hub, qwen3):
     resolve("test-org/qwen3")
     # one HEAD to learn the current commit; the rest is pinned to it and read from the cache
     assert fake_hub.requests[before:] == [("HEAD", "/test-org/qwen3/resolve/main/tokenizer_config.json")]
+
+
+# -- a Hub that cannot be reached: seconds, one line, the cache answers ------------------------------------------
+
+@pytest.fixture
+def closed_port():
+    """An endpoint whose connections are refused: the port was bound, then let go."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def silent_hub():
+    """An endpoint that accepts connections (the kernel queues them) and never answers a request."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    yield f"http://127.0.0.1:{s.getsockname()[1]}"
+    s.close()
+
+
+def _only_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "PyTorch" not in line]
+
+
+@pytest.mark.parametrize("endpoint", ["closed_port", "silent_hub"])
+def test_unreachable_hub_is_one_line_within_seconds(hub_env, endpoint, request):
+    """No cache: huggingface_hub alone retried each file for about a minute, printing each retry; here the Hub
+    is asked once, given HUB_WAIT seconds, and the user reads one line that says what to do."""
+    hub_env.point_at(request.getfixturevalue(endpoint))
+    t0 = time.monotonic()
+    with pytest.raises(SourceError) as err:
+        resolve("test-org/qwen3")
+    assert time.monotonic() - t0 < HUB_WAIT + 3
+    assert "cannot reach the Hub" in err.value.message and "HF_HUB_OFFLINE=1" in err.value.message
+    assert "local model directory" in err.value.message and err.value.where == "test-org/qwen3"
+    r = hub_env.run("infer", "test-org/qwen3", timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = _only_lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("autoparser: error: test-org/qwen3: cannot reach the Hub"), r.stderr
+
+
+@pytest.mark.parametrize("endpoint", ["closed_port", "silent_hub"])
+def test_unreachable_hub_cached_model_answers_from_the_cache(hub_env, fake_hub, qwen3, endpoint, request):
+    """A model fetched once is read from the cache when the Hub does not answer, within CACHED_WAIT (it waited
+    10 s per file for a silent Hub), with one note saying so."""
+    fake_hub.add("test-org/qwen3", {"chat_template.jinja": qwen3, "tokenizer_config.json": QWEN_CONFIG})
+    online = hub_env.run("infer", "test-org/qwen3")
+    assert online.returncode == 0, online.stderr
+    hub_env.point_at(request.getfixturevalue(endpoint))
+    t0 = time.monotonic()
+    src = resolve("test-org/qwen3")
+    assert time.monotonic() - t0 < CACHED_WAIT + 1.5
+    assert src.template == qwen3 and src.special_tokens == {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
+    assert len(src.notes) == 1 and "did not answer" in src.notes[0] and "HF_HUB_OFFLINE=1" in src.notes[0]
+    r = hub_env.run("infer", "test-org/qwen3", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == online.stdout
+    notes = [line for line in r.stderr.splitlines() if line.startswith("autoparser: note:")]
+    assert len(notes) == 1 and "using the cached copy" in notes[0], r.stderr
+    assert "Retrying" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_current_cache_needs_one_question(hub_env, fake_hub, qwen3):
+    """With the Hub up and the cache current, one HEAD and nothing else; a new commit on the Hub is fetched."""
+    fake_hub.add("test-org/qwen3", {"chat_template.jinja": qwen3, "tokenizer_config.json": QWEN_CONFIG})
+    resolve("test-org/qwen3")
+    before = len(fake_hub.requests)
+    assert resolve("test-org/qwen3").notes == ()
+    assert [m for m, _ in fake_hub.requests[before:]] == ["HEAD"]
+    fake_hub.add("test-org/qwen3", {"chat_template.jinja": "new {{ messages }}", "tokenizer_config.json": QWEN_CONFIG})
+    assert resolve("test-org/qwen3").template == "new {{ messages }}"
+    hub_env.offline()
+    assert resolve("test-org/qwen3").template == "new {{ messages }}"  # the cache's main moved on too
+
+
+def test_a_silent_hub_is_waited_for_once(hub_env, silent_hub):
+    """Many models in one process (batch): after the Hub gave no answer, the next ones do not wait again."""
+    hub_env.point_at(silent_hub)
+    t0 = time.monotonic()
+    for model in ("org/a", "org/b", "org/c"):
+        with pytest.raises(SourceError, match="cannot reach the Hub"):
+            resolve(model)
+    assert time.monotonic() - t0 < 2 * HUB_WAIT
+
+
+def test_hf_hub_etag_timeout_sets_the_wait(hub_env, silent_hub, monkeypatch):
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "1")
+    hub_env.point_at(silent_hub)  # reloads huggingface_hub's settings, the timeout's too
+    with pytest.raises(SourceError, match=r"no answer within 1 s"):
+        resolve("org/model")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import AutoparserError
+from .files import load_tools
 
 
 def add_arguments(p) -> None:
@@ -20,7 +21,8 @@ def add_arguments(p) -> None:
     p.add_argument("--tools", required=True, help="JSON file: a list of OpenAI-style tools ({'type': 'function', 'function': {...}})")
     p.add_argument("--tool-choice", default="auto", help="auto | required | none | a tool name")
     p.add_argument("--no-parallel", action="store_true", help="allow one call only")
-    p.add_argument("--format", default="lark", choices=["lark", "structural-tag"])
+    p.add_argument("--format", default="lark", choices=["lark", "structural-tag"], help="lark: llguidance's Lark text (default); "
+                   "structural-tag: an xgrammar structural_tag (JSON) for response_format")
     p.add_argument("--reasoning-open", choices=["yes", "no"], help="whether the prompt leaves reasoning open (default: as the generation prompt does)")
     p.add_argument("--serve", choices=["vllm", "sglang"], help="the form for a server run with the flags `infer --serve` prints "
                    "(both then apply the grammar from the first token: it covers reasoning)")
@@ -30,16 +32,6 @@ def add_arguments(p) -> None:
     p.add_argument("--revision", help="Hub revision")
     p.add_argument("--token", action="append", metavar="NAME=VALUE", help="a special token the template reads, e.g. eos_token='</s>'")
     p.set_defaults(func=run)
-
-
-def _load_tools(path: str) -> list:
-    try:
-        tools = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise AutoparserError(f"cannot read tools: {e}", path) from None
-    if isinstance(tools, dict) and "tools" in tools:
-        tools = tools["tools"]
-    return tools
 
 
 def source_tokens(args) -> dict | None:
@@ -64,13 +56,14 @@ def source_tokens(args) -> dict | None:
 
 
 def run(args) -> int:
-    from ..pipeline import infer_result
-    from ..serve import grammar_form
     from .source import source_from_args
+
+    tools = load_tools(args.tools)
+    src = source_from_args(args)
+    from ..pipeline import infer_result  # after the source: a Hub id that cannot be reached fails before transformers loads
+    from ..serve import grammar_form
     from ..grammar.build import build, check_verified, single_call_only
 
-    tools = _load_tools(args.tools)
-    src = source_from_args(args)
     opened = None if args.reasoning_open is None else args.reasoning_open == "yes"
     tokens = source_tokens(args)
     if tokens is None and args.format == "lark":

@@ -1,4 +1,7 @@
-"""``autoparser infer | verify | batch | grammar | parse``: thin layers over the pipeline. Errors are one line on stderr."""
+"""``autoparser infer | verify | batch | grammar | parse``: thin layers over the pipeline. Errors are one line on stderr.
+
+The pipeline (and with it transformers, seconds to import) is imported inside each command, after its
+arguments and files are read: ``--help``, ``--version`` and a mistyped flag answer at once."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from .files import load_response_template, write_output
 from .source import source_from_args
+from .. import __version__
 from ..errors import AutoparserError
-from ..output import one_line, record, unwrap, write_atomic
+from ..output import one_line, record
 
 @contextmanager
 def _naming(where: str):
@@ -25,9 +30,9 @@ def _naming(where: str):
 
 
 def _cmd_infer(args) -> int:
+    src = source_from_args(args)
     from ..pipeline import infer_result
 
-    src = source_from_args(args)
     with _naming(src.where):
         res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field, verify=not args.no_verify)
     if args.explain:
@@ -38,10 +43,7 @@ def _cmd_infer(args) -> int:
     for why in (res.verdict or {}).get("limits", []):
         print(f"verify: {why}", file=sys.stderr)
     if args.output:
-        try:
-            write_atomic(args.output, record(res.template, res.verdict))
-        except OSError as e:
-            raise AutoparserError(f"cannot write: {e.strerror or e}", args.output) from None
+        write_output(args.output, record(res.template, res.verdict))
     else:
         sys.stdout.write(json.dumps(res.template, indent=2, ensure_ascii=False) + "\n")
     if args.serve:
@@ -54,19 +56,16 @@ def _cmd_infer(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    from ..pipeline import verify
-
+    rt = load_response_template(args.response_template) if args.response_template else None
     src = source_from_args(args)
-    rt = None
-    if args.response_template:
-        try:
-            rt = json.loads(Path(args.response_template).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise AutoparserError(f"cannot read response template: {e}", args.response_template) from None
-        rt = unwrap(rt)
+    from ..pipeline import judge
+
     with _naming(src.where):
-        report = verify(src.template, rt, src.special_tokens)
-    print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        template, report, verdict = judge(src.template, rt, src.special_tokens)
+    if args.json:  # the shape ``infer -o`` writes
+        sys.stdout.write(record(template, verdict))
+    else:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     return _say_verdict(report)
 
 
@@ -83,45 +82,47 @@ def _say_verdict(report) -> int:
     return 0 if report.passed else 1
 
 
-def _cmd_batch(args) -> int:
-    from ..batch import run
+SOURCE_HELP = ".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id"
+TOKEN_HELP = "a special token the template reads, e.g. eos_token='</s>' (repeatable; model dirs and Hub ids bring theirs)"
 
-    return run(args)
+
+def add_source_arguments(p) -> None:
+    """SOURCE and what selects the template in it, shared by infer and verify."""
+    p.add_argument("source", help=SOURCE_HELP)
+    p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
+    p.add_argument("--revision", help="Hub revision (branch, tag or commit)")
+    p.add_argument("--token", action="append", metavar="NAME=VALUE", help=TOKEN_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="autoparser", description="Infer a transformers response_template from a chat template.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="autoparser", description="Infer a transformers response_template from a chat template.",
+                                epilog="Errors are one line on stderr: exit status 2 for input that cannot be used (a file, a "
+                                       "model, a template), 3 for an internal error. COMMAND --help describes each command.")
+    p.add_argument("--version", action="version", version=f"autoparser {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     i = sub.add_parser("infer", help="print the response_template for a template file, model dir or Hub model id")
-    i.add_argument("source", help=".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id")
-    i.add_argument("--template", help="named chat template to use (e.g. tool_use)")
-    i.add_argument("--revision", help="Hub revision")
-    i.add_argument("-o", "--output", help="write the JSON here instead of stdout")
+    add_source_arguments(i)
+    i.add_argument("-o", "--output", metavar="FILE", help="write {response_template, verdict} as JSON here ('-': stdout) "
+                   "instead of the bare response_template on stdout")
     i.add_argument("--explain", action="store_true", help="print each comparison and conclusion on stderr")
     i.add_argument("--no-verify", action="store_true", help="skip the round trip on the template's own renderings (on by default: "
                    "fields that do not round-trip are left out, and a template whose content does not is refused)")
-    i.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
+    i.add_argument("--verify", action="store_true", help="the default; accepted for old scripts")
     i.add_argument("--strict", action="store_true", help="exit 1 when a field had to be left out")
     i.add_argument("--serve", choices=["vllm", "sglang"], help="print the server flags that fit the template (on stderr)")
-    i.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"])
-    token_help = "a special token the template reads, e.g. eos_token='</s>' (repeatable; model dirs and Hub ids bring theirs)"
-    i.add_argument("--token", action="append", metavar="NAME=VALUE", help=token_help)
+    i.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"],
+                   help="the message key reasoning is parsed into (default thinking; reasoning_content is transformers' older name)")
     i.set_defaults(func=_cmd_infer)
     v = sub.add_parser("verify", help="round-trip a response_template on the chat template's renderings")
-    v.add_argument("source")
-    v.add_argument("--template")
-    v.add_argument("--revision")
-    v.add_argument("--response-template", help="JSON file to verify instead of the inferred one")
-    v.add_argument("--token", action="append", metavar="NAME=VALUE", help=token_help)
+    add_source_arguments(v)
+    v.add_argument("--response-template", metavar="FILE", help="JSON file to verify instead of the inferred one: a response_template "
+                   "object, or the record `infer -o` writes")
+    v.add_argument("--json", action="store_true", help="print {response_template, verdict} shaped as `infer -o` writes it, "
+                   "instead of the report with the first failing case")
     v.set_defaults(func=_cmd_verify)
-    b = sub.add_parser("batch", help="infer templates for many models")
-    try:
-        from ..batch import add_arguments
-    except ImportError:
-        add_arguments = None
-    if add_arguments:
-        add_arguments(b)
-    b.set_defaults(func=_cmd_batch)
+    from ..batch import add_arguments as add_batch_arguments
+
+    add_batch_arguments(sub.add_parser("batch", help="infer templates for many models", description=BATCH_DESCRIPTION))
     from .grammar import add_arguments as add_grammar_arguments
 
     add_grammar_arguments(sub.add_parser("grammar", help="print a constrained-decoding grammar in the template's own tool-call format"))
@@ -129,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_parse_arguments(sub.add_parser("parse", help="parse a model's output with the inferred response_template; print the message as JSON"))
     return p
+
+
+BATCH_DESCRIPTION = ("Infer a response_template for each model of a list. Exit status: 0 all done, 1 a model failed (or was "
+                     "degraded, with --strict), 2 the list could not be read or holds no model.")
 
 
 def _error(text: str) -> None:

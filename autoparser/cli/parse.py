@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from ..errors import AutoparserError
+from .files import load_tools, read_text
 
 PLACEHOLDER_USER = "Hello"
 
@@ -27,28 +27,6 @@ def add_arguments(p) -> None:
     p.add_argument("--revision", help="Hub revision")
     p.add_argument("--token", action="append", metavar="NAME=VALUE", help="a special token the template reads, e.g. eos_token='</s>'")
     p.set_defaults(func=run)
-
-
-def _read_text(path: str, what: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.buffer.read().decode("utf-8")
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise AutoparserError(f"cannot read {what}: {getattr(e, 'strerror', None) or e}", "stdin" if path == "-" else path) from None
-
-
-def load_tools(path: str) -> list:
-    """A tools file: a JSON list of tools, or an object with a ``tools`` list (a request body)."""
-    try:
-        tools = json.loads(_read_text(path, "tools"))
-    except json.JSONDecodeError as e:
-        raise AutoparserError(f"cannot read tools: not JSON ({e})", path) from None
-    if isinstance(tools, dict) and "tools" in tools:
-        tools = tools["tools"]
-    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise AutoparserError("cannot read tools: want a JSON list of tool objects", path)
-    return tools
 
 
 def generation_prompt(chat_template: str, special_tokens: dict | None = None, *, tools: list | None = None,
@@ -82,13 +60,14 @@ def parse_output(response_template: dict, text: str, prefix: str, tools: list | 
 
 
 def run(args) -> int:
-    from ..pipeline import infer_result
     from .source import source_from_args
 
     tools = load_tools(args.tools) if args.tools else None
-    text = _read_text(args.output, "output")
-    prompt = _read_text(args.prompt, "prompt") if args.prompt else None
+    text = read_text(args.output, "output")
+    prompt = read_text(args.prompt, "prompt") if args.prompt else None
     src = source_from_args(args)
+    from ..pipeline import infer_result  # after the source: a Hub id that cannot be reached fails before transformers loads
+
     try:
         res = infer_result(src.template, src.special_tokens, where=src.where)
         if prompt is None:

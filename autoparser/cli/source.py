@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from ..errors import AutoparserError
 
@@ -19,8 +20,11 @@ def tokens(src, pairs: list[str] | None) -> dict:
 
 
 def source_from_args(args):
-    """Resolve the source (file, model dir or Hub id) with the special tokens the user added."""
+    """Resolve the source (file, model dir or Hub id) with the special tokens the user added; its notes
+    (a Hub model read from the cache because the Hub did not answer) go to stderr."""
     from ..sources.hub import resolve
 
     src = resolve(args.source, revision=args.revision, name=args.template)
+    for note in src.notes:
+        print(f"autoparser: note: {args.source}: {note}", file=sys.stderr)
     return dataclasses.replace(src, special_tokens=tokens(src, args.token))

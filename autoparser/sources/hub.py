@@ -7,6 +7,13 @@ read by the same code as a local model directory, so the precedence is the local
 ``additional_chat_templates/NAME.jinja`` for a named template, else ``chat_template.jinja``, else
 ``chat_template.json``, else ``tokenizer_config.json``. Every Hub failure becomes one ``SourceError``
 naming the model.
+
+A Hub that cannot be reached costs seconds, not minutes: huggingface_hub retries a file it has no copy
+of for about a minute, per file, and waits 10 s per file for a Hub that accepts connections but never
+answers. So the Hub is first asked once, with no retries and a short bound (``CACHED_WAIT`` when the cache
+holds the model, ``HUB_WAIT`` when it does not), which commit is current. No answer: a cached model is read
+from the cache (with a note saying so), an uncached one is one line saying what to do; and the same Hub is
+not asked again for ``REMEMBER`` seconds (a batch of many models waits once).
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import threading
+import time
 from pathlib import Path
 
 from ..errors import SourceError
@@ -50,24 +59,19 @@ def _looks_local(source: str) -> bool:
     return False
 
 
+CACHED_WAIT = 1.5  # seconds the Hub gets to name its current commit when the cache can answer without it
+HUB_WAIT = 5.0  # ... when nothing else can answer
+
+
 def from_hub(repo_id: str, revision: str | None = None, name: str | None = None) -> TemplateSource:
     label = f"{repo_id}@{revision}" if revision else repo_id
     wanted = list(HUB_FILES)
     if name and name != "default":
         wanted.append(f"additional_chat_templates/{name}.jinja")
-    snapshot: Path | None = None
-    unknown = []
-    rev = revision
-    for filename in wanted:
-        got = _fetch(repo_id, filename, rev, label)
-        if got == _UNKNOWN:
-            unknown.append(filename)
-        elif got != _ABSENT and snapshot is None:
-            snapshot = Path(got).parents[filename.count("/")]
-            if _COMMIT.fullmatch(snapshot.name):
-                rev = snapshot.name  # pin the rest to the same commit (and skip their network calls once cached)
+    files, notes = _files(repo_id, wanted, revision, label)
+    snapshot = next((Path(got).parents[f.count("/")] for f, got in files.items() if got not in (_ABSENT, _UNKNOWN)), None)
     if snapshot is None:
-        if unknown:
+        if _UNKNOWN in files.values():
             raise SourceError(_unreachable(), label)
         raise SourceError("has no chat template on the Hub (no chat_template.jinja, chat_template.json or tokenizer_config.json)", label)
     prefix = str(snapshot)
@@ -82,56 +86,172 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
         src = load_dir(snapshot, name)
     except SourceError as e:
         raise SourceError(e.message, relabel(e.where)) from None
-    return dataclasses.replace(src, where=relabel(src.where))
+    return dataclasses.replace(src, where=relabel(src.where), notes=tuple(notes))
 
 
-def _unreachable() -> str:
+def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) -> tuple[dict[str, str], list[str]]:
+    """Each wanted file's cached path, ``_ABSENT`` or ``_UNKNOWN``, and notes for the user."""
+    from huggingface_hub import constants
+
+    cached = {f: _cached(repo_id, f, revision or "main") for f in wanted}
+    if constants.is_offline_mode() or (revision and _COMMIT.fullmatch(revision) and None not in cached.values()):
+        return {f: got or _UNKNOWN for f, got in cached.items()}, []  # nothing to ask the Hub
+    copy = next((Path(got).parents[f.count("/")] for f, got in cached.items() if got not in (None, _ABSENT)), None)
+    try:
+        commit = _asked(repo_id, revision, label, _wait(cached=copy is not None))
+    except _Unreachable as e:
+        if copy is None:
+            raise SourceError(_unreachable(str(e)), label) from None
+        note = (f"the Hub did not answer ({e}): using the cached copy (commit {copy.name[:7]}); "
+                "HF_HUB_OFFLINE=1 skips asking")
+        return {f: got or _UNKNOWN for f, got in cached.items()}, [note]
+    if copy is not None and commit == copy.name and None not in cached.values():
+        return cached, []  # the cache is current: no file needs the network
+    files: dict[str, str] = {}
+    rev = revision
+    for f in wanted:
+        got = files[f] = _fetch(repo_id, f, rev, label)
+        if got not in (_ABSENT, _UNKNOWN) and not (rev and _COMMIT.fullmatch(rev)):
+            snapshot = Path(got).parents[f.count("/")]
+            if _COMMIT.fullmatch(snapshot.name):
+                rev = snapshot.name  # pin the rest to the same commit (and skip their network calls once cached)
+    return files, []
+
+
+def _wait(cached: bool) -> float:
+    """How long the Hub gets: ``HF_HUB_ETAG_TIMEOUT`` when the user set it (huggingface_hub's own knob for
+    this question), else ``CACHED_WAIT`` or ``HUB_WAIT``."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_ETAG_TIMEOUT != constants.DEFAULT_ETAG_TIMEOUT:
+        return float(constants.HF_HUB_ETAG_TIMEOUT)
+    return CACHED_WAIT if cached else HUB_WAIT
+
+
+class _Unreachable(Exception):
+    """The Hub gave no usable answer in time (the message says what happened)."""
+
+
+REMEMBER = 60.0  # seconds a Hub that gave no answer is not asked again (a batch of many models waits once)
+_silent: dict[str, tuple[float, float, str]] = {}  # endpoint -> (when it gave no answer, how long it had, what happened)
+
+
+def _asked(repo_id: str, revision: str | None, label: str, wait: float) -> str | None:
+    """``_current_commit``, unless the same endpoint gave no answer in the last ``REMEMBER`` seconds with at
+    least as long to answer (no answer in CACHED_WAIT does not settle whether it answers in HUB_WAIT)."""
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
+    when, had, why = _silent.get(endpoint, (None, 0.0, ""))
+    if when is not None and time.monotonic() - when < REMEMBER and had >= wait:
+        raise _Unreachable(why)
+    try:
+        return _current_commit(repo_id, revision, label, wait)
+    except _Unreachable as e:
+        _silent[endpoint] = (time.monotonic(), wait, str(e))
+        raise
+
+
+def _cached(repo_id: str, filename: str, revision: str) -> str | None:
+    """The cached path of a file, ``_ABSENT`` when the cache knows the repo lacks it, None when it does not know."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.file_download import _CACHED_NO_EXIST
+
+    try:
+        hit = try_to_load_from_cache(repo_id, filename, revision=revision)
+    except (OSError, ValueError):
+        return None
+    return _ABSENT if hit is _CACHED_NO_EXIST else hit if isinstance(hit, str) else None
+
+
+def _current_commit(repo_id: str, revision: str | None, label: str, wait: float) -> str | None:
+    """The commit ``revision`` (default main) names on the Hub now, asked once (one HEAD, no retries) and
+    given ``wait`` seconds in all, name resolution included (which no HTTP timeout bounds, hence the thread).
+    None when the Hub answered without one. Repo-level refusals raise SourceError; no answer raises _Unreachable."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError
+
+    url = hf_hub_url(repo_id, HUB_FILES[0], revision=revision)
+    box: dict = {}
+
+    def ask() -> None:
+        try:
+            box["meta"] = get_hf_file_metadata(url, timeout=wait)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = e
+
+    asking = threading.Thread(target=ask, daemon=True, name="autoparser-hub")
+    asking.start()
+    asking.join(wait)
+    if asking.is_alive():
+        raise _Unreachable(f"no answer within {wait:g} s")
+    e = box.get("error")
+    if e is None:
+        return box["meta"].commit_hash
+    refusal = _refusal(e, revision, label)
+    if refusal is not None:
+        raise refusal from None
+    if isinstance(e, RemoteEntryNotFoundError):  # the repo has no tokenizer_config.json; the answer still names the commit
+        return e.response.headers.get("X-Repo-Commit") if e.response is not None else None
+    if isinstance(e, HfHubHTTPError):
+        raise _Unreachable(f"HTTP {e.response.status_code}" if e.response is not None else _first_line(e))
+    if isinstance(e, Exception):  # connection refused, timed out, no such host: each HTTP library spells these its own way
+        raise _Unreachable(_first_line(e))
+    raise e
+
+
+def _refusal(e: BaseException, revision: str | None, label: str) -> SourceError | None:
+    """The Hub's no to this repo or revision (missing, gated, no access) as one SourceError; None for anything else."""
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+
+    if isinstance(e, GatedRepoError):
+        return SourceError("is a gated model: accept its conditions on the Hub and set HF_TOKEN", label)
+    if isinstance(e, RepositoryNotFoundError):
+        return SourceError("no such local path, and no such model on the Hub (a private model needs HF_TOKEN)", label)
+    if isinstance(e, RevisionNotFoundError):
+        return SourceError(f"revision {revision!r} not found on the Hub", label)
+    status = e.response.status_code if isinstance(e, HfHubHTTPError) and e.response is not None else None
+    if status in (401, 403):
+        return SourceError(f"access denied by the Hub (HTTP {status}): set HF_TOKEN to a token with access", label)
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+
+def _unreachable(why: str | None = None) -> str:
     from huggingface_hub import constants
 
     if constants.is_offline_mode():
         return "not in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE)"
-    return f"cannot reach the Hub at {constants.ENDPOINT}, and not in the local Hugging Face cache"
+    return (f"cannot reach the Hub at {constants.ENDPOINT}" + (f" ({why})" if why else "") + ", and not in the local Hugging "
+            "Face cache: fetch it once where the Hub is reachable (later runs can set HF_HUB_OFFLINE=1), or give a local model directory")
 
 
 def _fetch(repo_id: str, filename: str, revision: str | None, label: str) -> str:
-    """The cached path of one repo file, ``_ABSENT`` or ``_UNKNOWN``; repo-level failures raise."""
-    from huggingface_hub import hf_hub_download, try_to_load_from_cache
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        LocalEntryNotFoundError,
-        RemoteEntryNotFoundError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-    from huggingface_hub.file_download import _CACHED_NO_EXIST
+    """The cached path of one repo file, ``_ABSENT`` or ``_UNKNOWN``; repo-level failures raise. Called once
+    the Hub has answered ``_current_commit``, so its waits are bounded by ``HUB_WAIT``."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RemoteEntryNotFoundError
 
-    def cached() -> str | None:
-        hit = try_to_load_from_cache(repo_id, filename, revision=revision)
-        return _ABSENT if hit is _CACHED_NO_EXIST else hit if isinstance(hit, str) else None
-
-    if revision and _COMMIT.fullmatch(revision) and (hit := cached()):
+    if revision and _COMMIT.fullmatch(revision) and (hit := _cached(repo_id, filename, revision)):
         return hit
     try:
-        return hf_hub_download(repo_id, filename, revision=revision)
-    except GatedRepoError:
-        raise SourceError("is a gated model: accept its conditions on the Hub and set HF_TOKEN", label) from None
-    except RepositoryNotFoundError:
-        raise SourceError("no such local path, and no such model on the Hub (a private model needs HF_TOKEN)", label) from None
-    except RevisionNotFoundError:
-        raise SourceError(f"revision {revision!r} not found on the Hub", label) from None
+        return hf_hub_download(repo_id, filename, revision=revision, etag_timeout=HUB_WAIT)
     except RemoteEntryNotFoundError:
         return _ABSENT
     except LocalEntryNotFoundError as e:
-        cause = e.__cause__
-        if isinstance(cause, HfHubHTTPError) and cause.response is not None and cause.response.status_code in (401, 403):
-            raise SourceError(f"access denied by the Hub (HTTP {cause.response.status_code}): set HF_TOKEN to a token with access", label) from None
-        return cached() or _UNKNOWN
+        refusal = _refusal(e.__cause__, revision, label) if e.__cause__ is not None else None
+        if refusal is not None:
+            raise refusal from None
+        return _cached(repo_id, filename, revision or "main") or _UNKNOWN
     except HfHubHTTPError as e:
+        refusal = _refusal(e, revision, label)
+        if refusal is not None:
+            raise refusal from None
         status = e.response.status_code if e.response is not None else "?"
-        if status in (401, 403):
-            raise SourceError(f"access denied by the Hub (HTTP {status}): set HF_TOKEN to a token with access", label) from None
         raise SourceError(f"Hub error (HTTP {status}) while downloading {filename}", label) from None
     except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SourceError(f"cannot download {filename}: {first}", label) from None
+        raise SourceError(f"cannot download {filename}: {_first_line(e)}", label) from None

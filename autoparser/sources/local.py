@@ -22,6 +22,7 @@ class TemplateSource:
     special_tokens: dict[str, str] = field(default_factory=dict)
     where: str = "<template>"
     name: str | None = None  # the named template chosen, when the source had several
+    notes: tuple[str, ...] = ()  # what the user should know about how it was read (a Hub copy taken from the cache)
 
 
 def _read_text(path: Path) -> str:

@@ -75,21 +75,10 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     the field is kept if the uncovered cases' text arrives in content with no call parsed from it;
     the field is dropped whole only when that fails or no capability holds."""
     report = verify(chat_template, template, special_tokens, analysis=a, reasoning_field=reasoning_field)
-    per = report.per_field()
-    fields = {f: per.get(f, "absent") for f in FIELDS}
-    verdict = {"status": "full", "fields": fields, "dropped": [], "uncovered": [], "first_failure": report.first_line(), "reason": None,
-               "counts": report.counts(), "limits": report.limits(), "tool_capabilities": capabilities(report)}
     if report.passed:
-        _unseen(a, verdict)
-        unparsed = _unparsed(report)
-        if unparsed:  # rendered, but the analysis emitted no field for it: say so, as for a field left out
-            fields.update(dict.fromkeys(unparsed, "fail"))
-            verdict.update(status="degraded", dropped=unparsed,
-                           first_failure=f"the template renders {', '.join(unparsed)} that the analysis could not read")
-            if "tool_calls" in unparsed:
-                verdict["tool_capabilities"] = _all_fail(verdict["tool_capabilities"], report)
-        _realistic(verdict, report, template, a, reasoning_field)
-        return template, None, verdict
+        return template, None, judge(report, template, a, reasoning_field)
+    verdict = _base(report)
+    fields = verdict["fields"]
     last = report
     if report.first_failure() is not None:
         partial = _partial(template, report, verdict["tool_capabilities"], reasoning_field)
@@ -104,7 +93,7 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
             _unseen(a, verdict)
             _realistic(verdict, reduced, template, a, reasoning_field, set(uncovered))
             return template, None, verdict
-        for drop in _attempts({f for f, v in per.items() if v == "fail"}, template_fields(template, reasoning_field)):
+        for drop in _attempts({f for f, v in report.per_field().items() if v == "fail"}, template_fields(template, reasoning_field)):
             try:
                 reduced, warnings = emit(without(a, drop), reasoning_field)
             except ValueError:
@@ -125,6 +114,34 @@ def settle(chat_template: str, special_tokens: dict | None, a: Analysis, templat
     why = report.reason() if report.first_failure() is None else f"{'/'.join(failing)} does not round-trip: {last.first_line()}"
     verdict.update(status="refused", reason=why, counts=report.counts())
     raise VerificationError(f"no verified response_template: {why}", verdict=verdict)
+
+
+def _base(report) -> dict:
+    """The verdict's keys, as the report on the template as it stands gives them (one shape for every status)."""
+    per = report.per_field()
+    return {"status": "full", "fields": {f: per.get(f, "absent") for f in FIELDS}, "dropped": [], "uncovered": [],
+            "first_failure": report.first_line(), "reason": None, "counts": report.counts(), "limits": report.limits(),
+            "tool_capabilities": capabilities(report), "realistic": {}, "realistic_failures": {}}  # the last two: ``_realistic``
+
+
+def judge(report, template: dict, a: Analysis, reasoning_field: str) -> dict:
+    """The verdict on ``template`` as it stands, from its round trip ``report``: nothing is left out to make it
+    pass. Full or degraded (what it renders but does not parse: ``dropped``) when it passed, as ``settle`` says
+    of a template it hands out; refused, with the first diverging case as ``reason``, when it did not."""
+    verdict = _base(report)
+    if not report.passed:
+        verdict.update(status="refused", reason=report.reason())
+        return verdict
+    _unseen(a, verdict)
+    unparsed = _unparsed(report)
+    if unparsed:  # rendered, but no field parses it: said as for a field left out
+        verdict["fields"].update(dict.fromkeys(unparsed, "fail"))
+        verdict.update(status="degraded", dropped=unparsed,
+                       first_failure=f"the template renders {', '.join(unparsed)} that the analysis could not read")
+        if "tool_calls" in unparsed:
+            verdict["tool_capabilities"] = _all_fail(verdict["tool_capabilities"], report)
+    _realistic(verdict, report, template, a, reasoning_field)
+    return verdict
 
 
 def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_field: str, uncovered: set[str] = frozenset()) -> None:
