@@ -1,4 +1,4 @@
-"""``autoparser infer | verify | batch | grammar | parse``: thin layers over the pipeline. Errors are one line on stderr."""
+"""``autoparser infer | verify | batch | grammar | parse | serve``: thin layers over the pipeline. Errors are one line on stderr."""
 
 from __future__ import annotations
 
@@ -83,6 +83,19 @@ def _say_verdict(report) -> int:
     return 0 if report.passed else 1
 
 
+def _cmd_serve(args) -> int:
+    import shlex
+
+    from ..launch import plan, run
+
+    p = plan(args.engine, args.model, args.engine_args)
+    print(p.line(), file=sys.stderr, flush=True)
+    if args.dry_run:
+        print(shlex.join([p.engine, *p.argv]))
+        return 0
+    return run(p)
+
+
 def _cmd_batch(args) -> int:
     from ..batch import run
 
@@ -114,6 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--response-template", help="JSON file to verify instead of the inferred one")
     v.add_argument("--token", action="append", metavar="NAME=VALUE", help=token_help)
     v.set_defaults(func=_cmd_verify)
+    s = sub.add_parser("serve", help="run vLLM's or SGLang's OpenAI-compatible server with the inferred template and the flags that fit it",
+                       description="Infer (and verify) the model's response_template, attach it to the tokenizers the engine loads in every "
+                       "process (nothing of the checkpoint is written), add the parser flags `infer --serve` prints unless you gave your own, "
+                       "say in one line what was chosen, and run the engine's own server in this process.")
+    s.add_argument("--dry-run", action="store_true", help="print the line and the engine command, start nothing")
+    s.add_argument("engine", choices=["vllm", "sglang"])
+    s.add_argument("model", help="what the engine serves: a Hub model id or a local model directory")
+    s.add_argument("engine_args", nargs=argparse.REMAINDER, help="passed to the engine as they are (yours win over the flags added)")
+    s.set_defaults(func=_cmd_serve)
     b = sub.add_parser("batch", help="infer templates for many models")
     try:
         from ..batch import add_arguments
