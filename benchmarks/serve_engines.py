@@ -83,7 +83,7 @@ def model_dir(root: Path, name: str, src: str, response_template: dict | None = 
     tok.save_pretrained(path)
     config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
               "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16, "num_hidden_layers": 1, "vocab_size": len(tok),
-              "max_position_embeddings": 8192, "torch_dtype": "float32", "bos_token_id": tok.bos_token_id,
+              "max_position_embeddings": 32768, "torch_dtype": "float32", "bos_token_id": tok.bos_token_id,
               "eos_token_id": tok.eos_token_id, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
     (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return path
@@ -198,9 +198,22 @@ class Server:
 # ------------------------------------------------------------------------------------------------ engines
 ENGINE_ARGS = {
     # the stand-in model execution; the rest are sizes a CPU stand-in needs (no GPU memory to fit)
-    "vllm": ["--distributed-executor-backend", "standin_vllm.StandInExecutor", "--max-model-len", "4096", "--enforce-eager",
+    "vllm": ["--distributed-executor-backend", "standin_vllm.StandInExecutor", "--max-model-len", "16384", "--enforce-eager",
              "--dtype", "float32", "--max-num-seqs", "4", "--host", "127.0.0.1"],
+    # the stand-in scheduler comes in through SGLang's plugin loading (standin_plugin_dir); no warm-up request
+    "sglang": ["--host", "127.0.0.1", "--device", "cpu", "--skip-server-warmup", "--context-length", "16384"],
 }
+
+
+def standin_plugin_dir(work: Path) -> Path:
+    """A folder that, on PYTHONPATH, registers the stand-in scheduler as an SGLang general plugin (a
+    dist-info with its entry point: how an installed package registers one)."""
+    d = work / "standin-plugin"
+    info = d / "serve_standin-0.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: serve-standin\nVersion: 0.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nstandin = standin_sglang:plugin\n", encoding="utf-8")
+    return d
 
 
 def engine_env(engine: str, work: Path, scripts: Path) -> dict:
@@ -209,6 +222,8 @@ def engine_env(engine: str, work: Path, scripts: Path) -> dict:
                PYTHONPATH=os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     if engine == "vllm":
         env.update(VLLM_TARGET_DEVICE="cpu", VLLM_LOGGING_LEVEL=env.get("VLLM_LOGGING_LEVEL", "WARNING"))
+    else:
+        env["PYTHONPATH"] = os.pathsep.join([str(standin_plugin_dir(work)), env["PYTHONPATH"]])
     for name in ("AUTOPARSER_HOOK", "VLLM_PLUGINS", "SGLANG_PLUGINS"):
         env.pop(name, None)
     return env

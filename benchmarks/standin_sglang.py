@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from array import array
 from pathlib import Path
 
@@ -40,27 +39,27 @@ def plugin() -> None:
     Engine._launch_subprocesses = classmethod(launch)
 
 
-def _payload(rid, ipc, decoded, ids, read_offset, finished, prompt_len, done_len):
+def _payload(rid, ipc, decoded, ids, new, read_offset, finished, prompt_len, done_len):
     from sglang.srt.managers.io_struct import BatchTokenIDOutput
 
     one = lambda v: [v]  # noqa: E731
     return BatchTokenIDOutput(
         rids=[rid], http_worker_ipcs=[ipc], finished_reasons=[finished], decoded_texts=[decoded], decode_ids=[array("i", ids)],
-        read_offsets=[read_offset], output_ids=None, skip_special_tokens=[True], spaces_between_special_tokens=[True],
+        read_offsets=[read_offset], output_ids=[array("i", new)], skip_special_tokens=[True], spaces_between_special_tokens=[True],
         no_stop_trim=[False], prompt_tokens=one(prompt_len), reasoning_tokens=one(0), completion_tokens=one(done_len),
         cached_tokens=one(0), input_token_logprobs_val=[], input_token_logprobs_idx=[], output_token_logprobs_val=[],
         output_token_logprobs_idx=[], input_top_logprobs_val=[], input_top_logprobs_idx=[], output_top_logprobs_val=[],
         output_top_logprobs_idx=[], input_token_ids_logprobs_val=[], input_token_ids_logprobs_idx=[],
         output_token_ids_logprobs_val=[], output_token_ids_logprobs_idx=[], output_token_entropy_val=None,
         output_token_sampling_mask=None, output_hidden_states=[], routed_experts=None, indexer_topk=None,
-        placeholder_tokens_idx=None, placeholder_tokens_val=None)
+        placeholder_tokens_idx=None, placeholder_tokens_val=None, retraction_counts=one(0))
 
 
 def run_standin_scheduler(server_args, port_args, gpu_id, tp_rank, pp_rank, dp_rank, pipe_writer, *_, **__):
     import zmq
     from sglang.srt.managers.io_struct import TokenizedGenerateReqInput, sock_recv, sock_send
     from sglang.srt.plugins import load_plugins
-    from sglang.srt.utils import get_zmq_socket
+    from sglang.srt.utils.network import get_zmq_socket
     from sglang.srt.utils.hf_transformers_utils import get_tokenizer
 
     load_plugins()  # as SGLang's own scheduler process does first
@@ -71,7 +70,7 @@ def run_standin_scheduler(server_args, port_args, gpu_id, tp_rank, pp_rank, dp_r
     ctx = zmq.Context(2)
     recv = get_zmq_socket(ctx, zmq.PULL, port_args.scheduler_input_ipc_name, False)
     send = get_zmq_socket(ctx, zmq.PUSH, port_args.detokenizer_ipc_name, False)
-    pipe_writer.send({"status": "ready", "max_total_num_tokens": 1 << 16, "max_req_input_len": 8192, "startup_time": time.time()})
+    pipe_writer.send({"status": "ready", "max_total_num_tokens": 1 << 16, "max_req_input_len": 16384, "startup_time": None})
     eos = tokenizer.eos_token_id
     while True:
         req = sock_recv(recv)
@@ -86,4 +85,4 @@ def run_standin_scheduler(server_args, port_args, gpu_id, tp_rank, pp_rank, dp_r
             last = k == len(ids) - 1
             finished = {"type": "stop", "matched": t} if last else None
             decode = [*tail, t] if k == 0 else [t]
-            sock_send(send, _payload(req.rid, getattr(req, "http_worker_ipc", None), "", decode, len(tail), finished, len(prompt), k + 1))
+            sock_send(send, _payload(req.rid, getattr(req, "http_worker_ipc", None), "", decode, [t], len(tail), finished, len(prompt), k + 1))

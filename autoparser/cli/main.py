@@ -93,7 +93,15 @@ def _cmd_serve(args) -> int:
     if args.dry_run:
         print(shlex.join([p.engine, *p.argv]))
         return 0
-    return run(p)
+    try:
+        return run(p)
+    except AutoparserError:
+        raise
+    except Exception:  # noqa: BLE001 - the engine's own failure, told as the engine tells it, not as ours
+        import traceback
+
+        traceback.print_exc()
+        return 1
 
 
 def _cmd_batch(args) -> int:
