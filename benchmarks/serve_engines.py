@@ -264,6 +264,12 @@ def run_template(engine: str, folder: str, path: Path, work: Path, args) -> dict
     _, cases = got
     cases = cases[: args.cases] if args.cases else cases
     model = model_dir(work, path.stem, src)
+    try:  # the verdict the server's processes read from the cache (an infer there would repeat this one)
+        from autoparser.cache import cached_entry
+
+        cached_entry(src, TOKENS)
+    except autoparser.AutoparserError:
+        pass
     scripts = work / f"{path.stem}.scripts.json"
     scripts.write_text(json.dumps({str(1000 + k): c.generated for k, c in enumerate(cases)}), encoding="utf-8")
     port = free_port()
@@ -357,6 +363,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", choices=["vllm", "sglang"], required=True)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--skip", nargs="*", default=[], help="templates (stems) not to run again")
     ap.add_argument("--cases", type=int, default=0, help="at most this many call cases per template (0: all)")
     ap.add_argument("--start-timeout", type=float, default=600)
     ap.add_argument("--no-extra", action="store_true", help="skip the shipped-template and plugin opt-in checks")
@@ -365,11 +372,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix=f"serve-{args.engine}-"))
+    os.environ["AUTOPARSER_CACHE_DIR"] = str(work / "cache")  # the servers' cache: primed here, read there
     rows, checks = [], []
     try:
         for folder, path in templates(args.only):
+            if path.stem in args.skip:
+                continue
             row = run_template(args.engine, folder, path, work, args)
             rows.append(row)
+            if args.json:
+                Path(args.json).write_text(json.dumps({"rows": rows, "checks": checks}, indent=1, ensure_ascii=False), encoding="utf-8")
             if "skipped" in row:
                 continue
             status = f"{row['plain']}/{row['cases']} plain, {row['streamed']}/{row['cases']} streamed"
@@ -401,7 +413,8 @@ def main(argv=None) -> int:
           f"servers that did not start: {sum(1 for r in served if 'error' in r)}")
     for c in checks:
         print(f"{c['check']}: {'ok' if c['ok'] else 'FAILED'}" + (f" ({c['why'][:300]})" if c.get("why") else ""))
-    return 0
+    failed = [r for r in served if "error" in r or r["plain"] < r["cases"] or r["streamed"] < r["cases"]] + [c for c in checks if not c["ok"]]
+    return 1 if failed else 0
 
 
 def _version(name: str) -> str:

@@ -217,3 +217,28 @@ def test_spawned_process_gets_the_template_through_the_environment(tmp_path):
     assert _spawned(path, "vllm", base) is None
     shipped = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>", "content": "text"}}}
     assert _spawned(model_dir(tmp_path, CHATML, shipped, "shipped"), "vllm", environment(base)) == shipped
+
+
+# ------------------------------------------------------------------------------------------------ inside the engines
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_serve_inside_the_engine(engine, tmp_path):
+    """Where the engine is installed (its own virtualenv, with autoparser installed editable so its plugin
+    entry points exist; not CI's): ``benchmarks/serve_engines.py`` on one template, through the engine's own
+    server with a stand-in model: calls back streamed and not, the shipped template kept, the plugin off
+    unless opted in."""
+    pytest.importorskip(engine, reason=f"{engine} is not installed here (run benchmarks/serve_engines.py with its virtualenv's Python)")
+    from importlib.metadata import entry_points
+
+    group = {"vllm": "vllm.general_plugins", "sglang": "sglang.srt.plugins"}[engine]
+    if plugin.NAME not in {ep.name for ep in entry_points(group=group)}:
+        pytest.skip(f"autoparser's {group} entry point is not installed here (pip install -e {ROOT})")
+    if not (ROOT.parent / "shared" / "corpus" / "templates" / "Qwen-Qwen3-0.6B.jinja").is_file():
+        pytest.skip("corpus not found")
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve_engines.py"), "--engine", engine, "--only", "Qwen-Qwen3-0.6B",
+                           "--cases", "4", "--json", str(out)], capture_output=True, text=True, timeout=3000)
+    got = json.loads(out.read_text())
+    (row,) = got["rows"]
+    assert row["cases"] == 4 and row["plain"] == 4 and row["streamed"] == 4, proc.stdout[-2000:]
+    assert len(got["checks"]) == 4 and all(c["ok"] for c in got["checks"]), got["checks"]
+    assert proc.returncode == 0
