@@ -52,10 +52,12 @@ TOOLS = json.loads(json.dumps(VERIFY_TOOLS))
 
 # ------------------------------------------------------------------------------------------------ cases
 def templates(only):
-    for folder, path in FOLDERS.items():
-        for p in sorted(path.glob("*.jinja")):
-            if not only or any(o in p.stem for o in only):
-                yield folder, p
+    """corpus and wild2 templates, taken in turn from each folder (a run cut short still samples both)."""
+    import itertools
+
+    lists = [[(folder, p) for p in sorted(path.glob("*.jinja")) if not only or any(o in p.stem for o in only)] for folder, path in FOLDERS.items()]
+    for pair in itertools.zip_longest(*lists):
+        yield from (x for x in pair if x is not None)
 
 
 def call_cases(src: str):
