@@ -90,6 +90,17 @@ def test_users_flags_win_and_are_named(tmp_path):
     assert "kept yours: --reasoning-parser qwen3 (not --reasoning-parser hf), --tool-call-parser hermes (not --tool-call-parser hf)" in line
 
 
+def test_template_comes_from_the_tokenizer_the_engine_loads(tmp_path):
+    """``--tokenizer`` (vLLM) / ``--tokenizer-path`` (SGLang) name where the engine loads the tokenizer,
+    so that is where the chat template (and the verdict) comes from."""
+    model = model_dir(tmp_path, REFUSED, name="model")
+    tok = model_dir(tmp_path, CHATML, name="tok")
+    assert plan("vllm", str(model)).template is None
+    assert "inferred, full" in plan("vllm", str(model), [f"--tokenizer={tok}"]).line()
+    assert "inferred, full" in plan("sglang", str(model), ["--tokenizer-path", str(tok)]).line()
+    assert plan("sglang", str(model), ["--tokenizer", str(tok)]).template is None  # not SGLang's flag
+
+
 def test_merge_flag_by_flag():
     ours = [("--enable-auto-tool-choice", None), ("--tool-call-parser", "hf")]
     assert merge(ours, ["--enable-auto-tool-choice"]) == ([("--tool-call-parser", "hf")], [("--enable-auto-tool-choice", None)])
