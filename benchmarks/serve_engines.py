@@ -340,8 +340,11 @@ def opt_in_checks(engine: str, work: Path, args) -> list[dict]:
     scripts.write_text(json.dumps({"5": case.generated}), encoding="utf-8")
     out = []
     allow = {"vllm": "VLLM_PLUGINS", "sglang": "SGLANG_PLUGINS"}[engine]
-    for label, extra_env, want in (("no opt-in", {}, False), ("AUTOPARSER_HOOK=1", {"AUTOPARSER_HOOK": "1"}, True),
-                                   (f"{allow}=autoparser", {allow: "autoparser"}, True)):
+    named = "autoparser" if engine == "vllm" else "standin,autoparser"  # SGLang's allow-list must name the stand-in too
+    variants = [("no opt-in", {}, False), ("AUTOPARSER_HOOK=1", {"AUTOPARSER_HOOK": "1"}, True), (f"{allow}={named}", {allow: named}, True)]
+    if engine == "sglang":  # an allow-list that names other plugins leaves ours off
+        variants.append((f"{allow}=standin", {allow: "standin"}, False))
+    for label, extra_env, want in variants:
         port = free_port()
         env = {**engine_env(engine, work, scripts), **extra_env}
         if engine == "vllm":
