@@ -251,5 +251,5 @@ def test_serve_inside_the_engine(engine, tmp_path):
     got = json.loads(out.read_text())
     (row,) = got["rows"]
     assert row["cases"] == 4 and row["plain"] == 4 and row["streamed"] == 4, proc.stdout[-2000:]
-    assert len(got["checks"]) == 4 and all(c["ok"] for c in got["checks"]), got["checks"]
+    assert len(got["checks"]) >= 4 and all(c["ok"] for c in got["checks"]), got["checks"]
     assert proc.returncode == 0
