@@ -5,12 +5,19 @@ ships none, verified (see ``autoparser.verdict``): a template with fields left o
 logged warning, a refused one not at all (one warning); ``enable()`` makes every later ``from_pretrained`` (``AutoTokenizer`` included: it ends in
 ``PreTrainedTokenizerBase.from_pretrained`` of the concrete class) call it. A failure must never break
 tokenizer loading, so it is one logged warning and the tokenizer is returned unchanged.
+
+``AUTOPARSER_HOOK`` carries the choice into processes we do not start ourselves: an engine's workers
+(spawned, so a patch in the parent does not reach them) import autoparser, through vLLM's plugin
+loading or as the re-imported main module, and ``enable_from_env`` turns the hook on there.
+``AUTOPARSER_HOOK=said`` is on too, for processes started after the operator was told the verdict in one
+line (``autoparser serve``): they attach without repeating it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 
 from .errors import AutoparserError
@@ -19,6 +26,10 @@ from .sources.local import SPECIAL_TOKEN_KEYS
 logger = logging.getLogger("autoparser")
 _lock = threading.Lock()
 _original = None  # the classmethod object we replaced, while enabled
+_quiet = False  # the verdict was already said (``AUTOPARSER_HOOK=said``): attach without repeating it
+ENV = "AUTOPARSER_HOOK"
+ON = ("1", "true", "yes", "on")
+SAID = "said"
 
 
 def _special_tokens(tokenizer) -> dict[str, str]:
@@ -54,20 +65,41 @@ def attach(tokenizer):
         where = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
         entry = cached_entry(template, _special_tokens(tokenizer), where=str(where))
         tokenizer.response_template = copy.deepcopy(entry["response_template"])
-        if entry["verdict"]["status"] == "degraded":
+        if entry["verdict"]["status"] == "degraded" and not _quiet:
             logger.warning("autoparser attached a response_template for %s without some fields: %s", where, describe(entry["verdict"]))
     except Exception as e:  # noqa: BLE001 - never break tokenizer loading
         name = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
         why = e.message if isinstance(e, AutoparserError) else f"{type(e).__name__}: {e}"
-        logger.warning("autoparser could not infer a response_template for %s: %s", name, why)
+        (logger.debug if _quiet and isinstance(e, AutoparserError) else logger.warning)("autoparser could not infer a response_template for %s: %s", name, why)
     return tokenizer
 
 
-def enable() -> None:
-    """Patch tokenizer loading so every ``from_pretrained`` result goes through ``attach``. Idempotent."""
-    global _original
+def asked(environ=None) -> str | None:
+    """What ``AUTOPARSER_HOOK`` asks for: ``"on"``, ``"said"`` (on, the verdict already told) or None (off)."""
+    value = (os.environ if environ is None else environ).get(ENV, "").strip().lower()
+    return SAID if value == SAID else "on" if value in ON else None
+
+
+def enable_from_env(environ=None) -> bool:
+    """``enable()`` where ``AUTOPARSER_HOOK`` asks for it; whether the hook is now on. Never raises: a
+    process that cannot patch tokenizer loading still serves, with one logged warning."""
+    how = asked(environ)
+    if how is None:
+        return enabled()
+    try:
+        enable(quiet=how == SAID)
+    except Exception as e:  # noqa: BLE001 - an engine's process must start whatever happens here
+        logger.warning("autoparser could not hook tokenizer loading: %s: %s", type(e).__name__, e)
+    return enabled()
+
+
+def enable(quiet: bool = False) -> None:
+    """Patch tokenizer loading so every ``from_pretrained`` result goes through ``attach``. Idempotent.
+    ``quiet``: a degraded or refused template is logged at debug level (the operator was told already)."""
+    global _original, _quiet
     from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+    _quiet = quiet
     with _lock:
         if _original is not None:
             return
@@ -85,7 +117,8 @@ def enable() -> None:
 
 def disable() -> None:
     """Undo ``enable``. Idempotent."""
-    global _original
+    global _original, _quiet
+    _quiet = False
     from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
     with _lock:

@@ -18,6 +18,8 @@ covers reasoning itself. SGLang applies ``content`` only inside its reasoning pa
 
 from __future__ import annotations
 
+import shlex
+
 from .grammar.build import single_call_only as single_call
 
 SERVERS = ("vllm", "sglang")
@@ -29,7 +31,28 @@ def _fields(template: dict) -> dict:
     return template.get("fields") or {}
 
 
-IN_REASONING = "--structured-outputs-config '{\"enable_in_reasoning\": true}'"
+IN_REASONING_CONFIG = '{"enable_in_reasoning": true}'
+IN_REASONING = f"--structured-outputs-config {shlex.quote(IN_REASONING_CONFIG)}"
+
+
+def flags(template: dict, server: str, analysis=None) -> list[tuple[str, str | None]]:
+    """The server flags that fit ``template``, as (flag, value or None): what ``guidance`` prints on its
+    command line and what ``autoparser serve`` adds to the engine's arguments. ``analysis``: where
+    given, a format that can have no grammar gets no ``enable_in_reasoning`` (nothing to apply early)."""
+    fields = _fields(template)
+    thinking, calls = "thinking" in fields, "tool_calls" in fields
+    if server == "vllm":
+        why_not = no_grammar(analysis) if calls else None
+        out = [("--reasoning-parser", "hf")] if thinking else []
+        out += [("--enable-auto-tool-choice", None), ("--tool-call-parser", "hf")] if calls else []
+        out += [("--structured-outputs-config", IN_REASONING_CONFIG)] if thinking and calls and not why_not else []
+        return out
+    return [("--reasoning-parser", "response_template")] + ([("--tool-call-parser", "response_template")] if calls else [])
+
+
+def shell(pairs: list[tuple[str, str | None]]) -> list[str]:
+    """Flags as a shell line's words (values quoted where the shell needs it)."""
+    return [f"{k} {shlex.quote(v)}" if v is not None else k for k, v in pairs]
 
 
 def grammar_form(template: dict, server: str | None) -> dict:
@@ -111,9 +134,7 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
         lines.append("the template names reasoning 'reasoning_content'; vLLM and SGLang accept only 'thinking': infer again without --reasoning-field")
     grammar_cmd = f"autoparser grammar {model} --tools TOOLS.json --serve {server}" + (" --no-parallel" if single_call(verdict) else "")
     if server == "vllm":
-        flags = (["--reasoning-parser hf"] if thinking else []) + (["--enable-auto-tool-choice --tool-call-parser hf"] if calls else [])
-        flags += [IN_REASONING] if thinking and calls and not why_not else []
-        lines.append(" ".join(["vllm serve", model, *flags]))
+        lines.append(" ".join(["vllm serve", model, *shell(flags(template, server, analysis))]))
         if not thinking:
             lines.append("no --reasoning-parser hf: the template has no thinking field, and vLLM refuses the flag for it")
         if not calls:
@@ -133,8 +154,7 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
                          "reasoning parser to read reasoning's end, which for some prompts happens only inside the call; "
                          "it applies to every structured output, so a response_format/json_schema request then gets no reasoning")
     else:
-        flags = ["--reasoning-parser response_template"] + (["--tool-call-parser response_template"] if calls else [])
-        lines.append(" ".join(["python -m sglang.launch_server --model-path", model, *flags]))
+        lines.append(" ".join(["python -m sglang.launch_server --model-path", model, *shell(flags(template, server, analysis))]))
         if not thinking:
             lines.append("--reasoning-parser response_template although the template has no thinking field: SGLang applies the "
                          "content field only inside its reasoning parser; without it end-of-turn markers stay in content")

@@ -1,4 +1,4 @@
-"""``autoparser infer | verify | batch | grammar | parse``: thin layers over the pipeline. Errors are one line on stderr.
+"""``autoparser infer | verify | batch | grammar | parse | serve``: thin layers over the pipeline. Errors are one line on stderr.
 
 The pipeline (and with it transformers, seconds to import) is imported inside each command, after its
 arguments and files are read: ``--help``, ``--version`` and a mistyped flag answer at once."""
@@ -86,6 +86,28 @@ SOURCE_HELP = ".jinja file, tokenizer_config.json, chat_template.json, model dir
 TOKEN_HELP = "a special token the template reads, e.g. eos_token='</s>' (repeatable; model dirs and Hub ids bring theirs)"
 
 
+def _cmd_serve(args) -> int:
+    import shlex
+
+    from ..launch import plan, run
+
+    p = plan(args.engine, args.model, args.engine_args)
+    print(p.line(), file=sys.stderr, flush=True)
+    if args.dry_run:
+        print(shlex.join([p.engine, *p.argv]))
+        return 0
+    try:
+        return run(p)
+    except AutoparserError:
+        raise
+    except Exception:  # noqa: BLE001 - the engine's own failure, told as the engine tells it, not as ours
+        import traceback
+
+        traceback.print_exc()
+        return 1
+
+
+
 def add_source_arguments(p) -> None:
     """SOURCE and what selects the template in it, shared by infer and verify."""
     p.add_argument("source", help=SOURCE_HELP)
@@ -120,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print {response_template, verdict} shaped as `infer -o` writes it, "
                    "instead of the report with the first failing case")
     v.set_defaults(func=_cmd_verify)
+    s = sub.add_parser("serve", help="run vLLM's or SGLang's OpenAI-compatible server with the inferred template and the flags that fit it",
+                       description="Infer (and verify) the model's response_template, attach it to the tokenizers the engine loads in every "
+                       "process (nothing of the checkpoint is written), add the parser flags `infer --serve` prints unless you gave your own, "
+                       "say in one line what was chosen, and run the engine's own server in this process.")
+    s.add_argument("--dry-run", action="store_true", help="print the line and the engine command, start nothing")
+    s.add_argument("engine", choices=["vllm", "sglang"])
+    s.add_argument("model", help="what the engine serves: a Hub model id or a local model directory")
+    s.add_argument("engine_args", nargs=argparse.REMAINDER, help="passed to the engine as they are (yours win over the flags added)")
+    s.set_defaults(func=_cmd_serve)
     from ..batch import add_arguments as add_batch_arguments
 
     add_batch_arguments(sub.add_parser("batch", help="infer templates for many models", description=BATCH_DESCRIPTION))

@@ -3,6 +3,7 @@ directory, or raw text) into the chat template text plus the special tokens it r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ class TemplateSource:
     where: str = "<template>"
     name: str | None = None  # the named template chosen, when the source had several
     notes: tuple[str, ...] = ()  # what the user should know about how it was read (a Hub copy taken from the cache)
+    response_template: dict | None = None  # the one the model ships (tokenizer_config.json), which a loaded tokenizer keeps
 
 
 def _read_text(path: Path) -> str:
@@ -120,18 +122,19 @@ def load_dir(path: Path, name: str | None = None) -> TemplateSource:
         data = _read_json(stm)
         if isinstance(data, dict):
             tokens = {**special_tokens_from_config(data), **tokens}
+    shipped = config.get("response_template") if isinstance(config.get("response_template"), dict) else None
     if name and name != "default":
         named = path / "additional_chat_templates" / f"{name}.jinja"
         if named.is_file():
-            return TemplateSource(_read_text(named), tokens, str(named), name)
+            return TemplateSource(_read_text(named), tokens, str(named), name, shipped)
     jinja = path / "chat_template.jinja"
     if jinja.is_file() and not (name and name != "default"):
-        return TemplateSource(_read_text(jinja), tokens, str(jinja))
+        return TemplateSource(_read_text(jinja), tokens, str(jinja), response_template=shipped)
     ctj = path / "chat_template.json"
     if ctj.is_file():
-        return from_config(_read_json(ctj), str(ctj), name, tokens)
+        return dataclasses.replace(from_config(_read_json(ctj), str(ctj), name, tokens), response_template=shipped)
     if "chat_template" in config:
-        return from_config(config, str(config_path), name)
+        return dataclasses.replace(from_config(config, str(config_path), name), response_template=shipped)
     raise SourceError("no chat template found (looked for chat_template.jinja, chat_template.json, tokenizer_config.json)", str(path))
 
 
