@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "process (nothing of the checkpoint is written), add the parser flags `infer --serve` prints unless you gave your own, "
                        "say in one line what was chosen, and run the engine's own server in this process.")
     s.add_argument("--dry-run", action="store_true", help="print the line and the engine command, start nothing")
-    s.add_argument("engine", choices=["vllm", "sglang"])
+    s.add_argument("engine", choices=["vllm", "sglang"], help="the engine whose OpenAI-compatible server runs")
     s.add_argument("model", help="what the engine serves: a Hub model id or a local model directory")
     s.add_argument("engine_args", nargs=argparse.REMAINDER, help="passed to the engine as they are (yours win over the flags added)")
     s.set_defaults(func=_cmd_serve)
