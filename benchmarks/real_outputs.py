@@ -31,13 +31,15 @@ STATUSES = ("pass", "fail", "raise", "stream", "infer")
 
 
 def _table(title: str, rows: dict[str, Counter]) -> None:
-    print(f"\n{title:<32} {'cases':>5} {'pass':>5} {'%':>5}  " + " ".join(f"{s:>6}" for s in STATUSES[1:]))
-    for key in sorted(rows, key=lambda k: (-sum(rows[k].values()), k)):
+    """Per row: cases, passed, per failing status, and ``words``: cases where every word of the output
+    reaches the message (``H.lost_words``: the words the format itself writes left out)."""
+    print(f"\n{title:<32} {'cases':>5} {'pass':>5} {'%':>5}  " + " ".join(f"{s:>6}" for s in STATUSES[1:]) + f" {'words':>6}")
+    for key in sorted(rows, key=lambda k: (-sum(rows[k][s] for s in STATUSES), k)):
         c = rows[key]
-        n = sum(c.values())
+        n = sum(c[s] for s in STATUSES)
         if not n:
             continue
-        print(f"{key:<32} {n:>5} {c['pass']:>5} {100 * c['pass'] / n:>5.0f}  " + " ".join(f"{c[s]:>6}" for s in STATUSES[1:]))
+        print(f"{key:<32} {n:>5} {c['pass']:>5} {100 * c['pass'] / n:>5.0f}  " + " ".join(f"{c[s]:>6}" for s in STATUSES[1:]) + f" {c['kept']:>6}")
 
 
 def main(argv=None) -> int:
@@ -57,12 +59,12 @@ def main(argv=None) -> int:
     results = [H.run_case(c) for c in cases]
     by_dev, by_fam, by_src = defaultdict(Counter), defaultdict(Counter), defaultdict(Counter)
     well_formed, deviant = Counter(), Counter()
+    total = Counter()
     for c, r in zip(cases, results):
-        by_dev[r["deviation"]][r["status"]] += 1
-        by_fam[r["family"]][r["status"]] += 1
-        by_src[c["_file"].split(":")[0]][r["status"]] += 1
-        (well_formed if r["deviation"] == "none" else deviant)[r["status"]] += 1
-    total = Counter(r["status"] for r in results)
+        keys = [r["status"]] + (["kept"] if not r.get("lost_words", ["?"]) else [])
+        for counter in (by_dev[r["deviation"]], by_fam[r["family"]], by_src[c["_file"].split(":")[0]],
+                        well_formed if r["deviation"] == "none" else deviant, total):
+            counter.update(keys)
     _table("total", {"all": total, "well-formed (none)": well_formed, "deviant": deviant})
     _table("per deviation", by_dev)
     _table("per family", by_fam)
@@ -71,6 +73,10 @@ def main(argv=None) -> int:
     print("\nfailure causes:")
     for why, n in causes.most_common():
         print(f"  {n:>4}  {why}")
+    lost = [(r["id"], r.get("lost_words")) for r in results if r.get("lost_words", ["?"])]
+    print(f"\nevery word of the output reaches the message: {total['kept']} of {len(results)} cases; words lost in:")
+    for cid, words in lost:
+        print(f"  {cid}: {' '.join((words or ['?'])[:8])}")
     known = H.load_known()
     failing = {r["id"]: f"[{r['deviation']}] {H.cause(r)}" for r in results if r["status"] != "pass"}
     if not args.family:

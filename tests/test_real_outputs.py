@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -207,7 +208,7 @@ def run_case(case: dict) -> dict:
     out = {"id": case["id"], "family": family(case), "deviation": case.get("deviation", "none"), "expected": expected, "got": None}
     template, err = _infer(str(template_file(case)), tuple(sorted(tokens_for(case).items())))
     if template is None:
-        return {**out, "status": "infer", "why": f"infer: {err}"}
+        return {**out, "status": "infer", "why": f"infer: {err}", "lost_words": lost_words(case, None)}
     tools = case.get("tools") or None
     try:
         prefix = prefix_for(case)
@@ -216,10 +217,11 @@ def run_case(case: dict) -> dict:
     try:
         msg = parse_response(case["output"], template, prefix=prefix, tools=tools)
     except Exception as e:  # noqa: BLE001 - the parser must not raise on any text: that is the finding
-        return {**out, "status": "raise", "why": f"parse_response raises {type(e).__name__}: {str(e)[:160]}"}
+        return {**out, "status": "raise", "why": f"parse_response raises {type(e).__name__}: {str(e)[:160]}", "lost_words": lost_words(case, None)}
     got = normalize(msg)
     d = diff(expected, got)
     out["got"] = got
+    out["lost_words"] = lost_words(case, msg)
     if d:
         return {**out, "status": "fail", "why": "differs: " + ", ".join(d)}
     try:
@@ -230,6 +232,49 @@ def run_case(case: dict) -> dict:
     if d:
         return {**out, "got": streamed, "status": "stream", "why": "streamed differs: " + ", ".join(d)}
     return {**out, "status": "pass", "why": ""}
+
+
+# ------------------------------------------------------------------------------------------ words kept
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _message_words(msg: dict) -> Counter:
+    """Every word of a parsed message: its text fields, call names, argument keys and values, ids (and the
+    message's own key names, which the output spells too: ``"name"``, ``"arguments"``)."""
+    return Counter(_words(json.dumps(msg, ensure_ascii=False)))
+
+
+@lru_cache(maxsize=None)
+def format_words(path: str, tokens: tuple) -> frozenset:
+    """The words the format itself writes (markers, keys, channel and recipient words: ``tool_call``,
+    ``functions``, ``analysis``): in the template's own renderings of verify's messages, the words of each
+    generated text that its message does not hold."""
+    from autoparser.pipeline import verify
+
+    try:
+        report = verify(Path(path).read_text(encoding="utf-8"), None, dict(tokens))
+    except Exception:  # noqa: BLE001 - a refused template: no format words, every word must reach the message
+        return frozenset()
+    out: set[str] = set()
+    for c in report.cases:
+        if c.generated:
+            out |= set(_words(c.generated)) - set(_message_words(c.expected))
+    return frozenset(out)
+
+
+def lost_words(case: dict, msg: dict | None) -> list[str]:
+    """The words of the output that reach no field of the parsed message (``msg``; None: nothing parsed),
+    counted with their repeats, leaving out the words the format itself writes (``format_words``).
+    Empty: every word the model wrote reaches the message."""
+    fmt = format_words(str(template_file(case)), tuple(sorted(tokens_for(case).items())))
+    have = _message_words(msg or {})
+    need = Counter(w for w in _words(case["output"]) if w not in fmt)
+    return sorted(w for w, n in need.items() if n > have[w])
 
 
 def cause(r: dict) -> str:

@@ -8,8 +8,10 @@ Choices that matter for correctness (see transformers' chat_parsing):
 - Opens are literal where the format allows; patterns begin with their literal marker, so the
   ``regex`` module skips to it. Per streamed chunk transformers searches every watched delimiter
   once, so a delimiter's cost is what a hand-written one's is (benchmarks/bench.py).
-- Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform or join, so
-  vLLM and SGLang serve the same template.
+- Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform. The text fields
+  ``repeats`` with a ``join`` (``library``), so transformers keeps every region of content (the text before
+  a call and after it) instead of the last; vLLM and SGLang refuse ``join`` on a text field at startup, and
+  join every region's chunks themselves, so the template they serve drops it (``served``).
 """
 
 from __future__ import annotations
@@ -169,8 +171,39 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "".join(out), pattern[i:]
 
 
+JOIN = "\n\n"  # between two regions of one text field: the text before a call and the text after it
+
+
+def text_fields(template: dict) -> list[str]:
+    """The fields vLLM and SGLang stream as text (reasoning under either name, and content)."""
+    return [n for n in ("thinking", "reasoning_content", "content") if n in (template.get("fields") or {})]
+
+
+def library(template: dict) -> dict:
+    """The template transformers runs: each text field keeps every region, joined (``repeats`` + ``join``).
+    transformers' fields overwrite their value each time they close, so without it the implicit content
+    that reopens after a call replaces the text before the call (``Sure.`` + call + ``Done.`` gave ``Done.``)."""
+    out = {**template, "fields": {k: dict(v) for k, v in template["fields"].items()}}
+    for name in text_fields(out):
+        out["fields"][name].update(repeats=True, join=JOIN)
+    return out
+
+
+def served(template: dict) -> dict:
+    """The template vLLM and SGLang serve: the library template without ``repeats``/``join`` on its text
+    fields, which both refuse at startup. They lose nothing by it: each routes every region chunk of a
+    text field to the message and joins them (vLLM's ``ResponseTemplateEventEngine``, SGLang's stream
+    adapter), so the text on both sides of a call reaches the client. transformers' ``parse_response``
+    with this form keeps only a text field's last region."""
+    out = {**template, "fields": {k: dict(v) for k, v in template["fields"].items()}}
+    for name in text_fields(out):
+        out["fields"][name].pop("repeats", None)
+        out["fields"][name].pop("join", None)
+    return out
+
+
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
-    """Returns (response_template, warnings)."""
+    """Returns (response_template, warnings): the library form (``library``; ``served`` gives the engines')."""
     warnings: list[str] = []
     fields: dict[str, dict] = {}
     r, c, t = a.reasoning, a.content, a.tools
@@ -282,5 +315,6 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             if key in f:
                 f[key] = bounded_whitespace(f[key])
     spec["fields"] = fields
+    spec = library(spec)
     load_response_template(spec)  # raises ValueError if transformers would refuse it
     return spec, warnings
