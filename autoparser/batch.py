@@ -24,6 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .emit import served
 from .pipeline import template_hash
 from .output import record, unwrap, write_atomic
 from .errors import AutoparserError, SourceError, VerificationError
@@ -198,7 +199,7 @@ def _finish(outdir: Path, it: Item, res: dict, args, first: str | None) -> None:
     text = record(res["template"], v)
     try:
         write_atomic(outdir / f"{it.name}.json", text)
-        _maybe_write(it, res["template"], args)
+        _maybe_write(it, served(res["template"]), args)  # tokenizer_config.json is what vLLM and SGLang load
         state = {**it.rec, "output_sha256": _sha(text), "reasoning_field": args.reasoning_field, "template_name": args.template}
         if it.rec["status"] == "ok":
             write_atomic(outdir / STATE_DIR / f"{it.name}.json", json.dumps(state, indent=1, ensure_ascii=False) + "\n")

@@ -237,16 +237,35 @@ def run_case(case: dict) -> dict:
 # ------------------------------------------------------------------------------------------ words kept
 
 _WORD = re.compile(r"\w+")
+# A marker spelt without attributes: ``<|tool_call_start|>``, ``<｜tool▁sep｜>``, ``</think>``, ``[TOOL_CALLS]``.
+# Its words are the format's even where the template never renders that marker (a workaround's format).
+_BARE_MARKER = re.compile(r"<\|[^|<>]*\|>|<｜[^｜]*｜>|</?[\w:.-]+/?>|\[/?[A-Z_]+\]")
+
+
+_ESCAPE = re.compile(r'\\[nrt"\\/]')  # ``\n`` inside a JSON string: a separator, not the start of a word
 
 
 def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def _strings(value: Any, out: list[str]) -> list[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.append(str(k))
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+    else:
+        out.append(json.dumps(value) if value is None or isinstance(value, bool) else str(value))  # null, true as written
+    return out
+
+
 def _message_words(msg: dict) -> Counter:
     """Every word of a parsed message: its text fields, call names, argument keys and values, ids (and the
     message's own key names, which the output spells too: ``"name"``, ``"arguments"``)."""
-    return Counter(_words(json.dumps(msg, ensure_ascii=False)))
+    return Counter(w for s in _strings(msg, []) for w in _words(s))
 
 
 @lru_cache(maxsize=None)
@@ -263,7 +282,7 @@ def format_words(path: str, tokens: tuple) -> frozenset:
     out: set[str] = set()
     for c in report.cases:
         if c.generated:
-            out |= set(_words(c.generated)) - set(_message_words(c.expected))
+            out |= set(Counter(_words(c.generated)) - _message_words(c.expected))  # more often than the message: the format's too
     return frozenset(out)
 
 
@@ -273,7 +292,8 @@ def lost_words(case: dict, msg: dict | None) -> list[str]:
     Empty: every word the model wrote reaches the message."""
     fmt = format_words(str(template_file(case)), tuple(sorted(tokens_for(case).items())))
     have = _message_words(msg or {})
-    need = Counter(w for w in _words(case["output"]) if w not in fmt)
+    text = _ESCAPE.sub(" ", _BARE_MARKER.sub(" ", case["output"]))
+    need = Counter(w for w in _words(text) if w not in fmt)
     return sorted(w for w, n in need.items() if n > have[w])
 
 

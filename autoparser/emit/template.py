@@ -88,14 +88,15 @@ def anchor_tokens(a: Analysis) -> list[str]:
     return out
 
 
-def reasoning_open(r, lead: str = "") -> str:
-    r"""The reasoning block opens only at the start of the reply (the first block; a block written after
-    content is text, as vLLM's and Ollama's parsers keep it: no text is lost to the implicit content
-    reopening). An opener written twice (the prompt opened it and the model writes it again) opens once:
-    the close's ``repeated_opener`` ends the first, empty, block where the second starts. With
-    ``lone_close`` text before a close with no opener is reasoning too (held back until that close or
-    the end of the message)."""
-    opener = at_reply_start(r.start, rf"(?:{esc(r.start)}\s*)?", lead)
+def reasoning_open(r) -> str:
+    r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
+    too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
+    (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
+    vLLM's Mistral parsers split it. A bare literal, so the ``regex`` module skips to it and nothing is held.
+    An opener written twice (the prompt opened it and the model writes it again) opens once: the close's
+    ``repeated_opener`` ends the first, empty, block where the second starts. With ``lone_close`` text before
+    a close with no opener is reasoning too (held back until that close or the end of the message)."""
+    opener = esc(r.start)
     if r.lone_close and r.end:
         opener += rf"|\A(?=(?:(?!{esc(r.start)})[\s\S])*?{esc(r.end)})"
     return opener
@@ -171,7 +172,7 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "".join(out), pattern[i:]
 
 
-JOIN = "\n\n"  # between two regions of one text field: the text before a call and the text after it
+JOIN = "\n"  # between two regions of one text field: the text before a call and the text after it
 
 
 def text_fields(template: dict) -> list[str]:
@@ -214,7 +215,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     lead_open = lead + "".join(rf"(?:{esc(x)}\s*)?" for x in token)
     if r.mode != "NONE":
         if r.start:
-            f = {"open_pattern": reasoning_open(r, lead_open)}
+            f = {"open_pattern": reasoning_open(r)}
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
             if r.end and r.mode == "TOOLS_ONLY" and openers:

@@ -149,7 +149,7 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
     if judge == "around":
         content = got.get("content") or ""
         lost = [x for x in (exp["content"].replace(AFTER, "").strip(), AFTER) if x and x not in content]
-        return f"content lost {lost[0][:40]!r} (the implicit content keeps its last region)" if lost else None
+        return f"content lost {lost[0][:40]!r}" if lost else None
     # Every key and leaf of the message: wherever the written text may have gone, it is still visible.
     return None if any(judge in s for s in _strings(got, [])) else f"the call's text {judge!r} is lost"
 
