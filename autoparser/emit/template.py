@@ -262,7 +262,17 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         starts = [c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
         firsts = sorted({m.strip()[0] for m in starts if m and m.strip()})
         if firsts:
-            bare = r"\A(?=\s*+[^\s" + "".join(re.escape(ch) for ch in firsts) + "])"
+            cls = r"(?=\s*+[^\s" + "".join(re.escape(ch) for ch in firsts) + "])"
+            bare = r"\A" + cls
+            # ... and likewise after any region: text a model writes bare after its calls (Command R7B's answer
+            # after ``<|END_ACTION|>`` with no ``<|START_RESPONSE|>``), or after a stray close of the content
+            # or reasoning, would be outside every field. Only right after such a close (a lookbehind), where
+            # one character decides.
+            closes = [c.end, *ends, r.end if r.mode != "NONE" else ""]
+            closes += [t.section_end, t.call_end] if "tool_calls" in fields else []
+            closes = [x.strip() for x in closes if x.strip()]
+            if closes:
+                bare += rf"|(?<=(?:{'|'.join(literals(closes))})\s*){cls}"
             f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + bare}
         close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
         if close:

@@ -29,8 +29,9 @@ from . import realistic
 from .roundtrip import FIELD_NAMES, capabilities, capability, rejudge_uncovered, template_fields, verify
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
-# Variants whose failure means words the model wrote reach no field (not a field read wrongly): the text on
-# both sides of a call, and the text after a stray reasoning close. The verdict is then not ``full``.
+# Variants whose failure can mean words the model wrote reach no field (not a field read wrongly): the text
+# on both sides of a call, and the text after a stray reasoning close. When it does (``realistic.LOST``),
+# the verdict is not ``full``; text read into another field (a call's arguments) is a failing variant only.
 LOSES_TEXT = ("text_around_calls", "stray_reasoning_close")
 CAPABILITY_WORDS = {"single": "single calls", "parallel": "parallel calls", "nested": "nested arguments",
                     "content_beside": "content beside calls", "ids": "call ids"}
@@ -138,7 +139,7 @@ def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_fie
     cases = [c for c in report.cases if capability(c) not in uncovered] if uncovered else report.cases
     verdict["realistic"], verdict["realistic_failures"] = realistic.check(cases, template, a, report.fields, reasoning_field,
                                                                          parsing=report.parsing)
-    lost = [v for v in LOSES_TEXT if verdict["realistic"].get(v) == "fail"]
+    lost = [v for v in LOSES_TEXT if verdict["realistic"].get(v) == "fail" and realistic.LOST in verdict["realistic_failures"][v]]
     verdict["text_lost"] = lost
     if lost and verdict["status"] == "full":  # text that vanishes is never a full verdict (docs/FORMATS.md §7b)
         verdict["status"] = "degraded"
