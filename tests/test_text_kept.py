@@ -106,12 +106,36 @@ def test_infer_serve_prints_the_served_form(capsys):
 
 
 def test_text_that_vanishes_is_never_a_full_verdict():
-    """Where the text after a call still reaches no field (a wrapped content field: text outside the
-    wrapper after the calls), the verdict is degraded and its one warning says which text is lost."""
+    """A template that keeps every field but loses the text on one side of a call (here the served form,
+    judged as transformers runs it: the content after the call replaces the content before) is degraded,
+    and the one warning says which text is lost. The library form of the same template is full."""
+    from autoparser.verify.verdict import describe, settle
+
+    src = (MODELS / "chatml-think.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    assert res.verdict["status"] == "full" and res.verdict["text_lost"] == []
+    _, _, v = settle(src, {}, res.analysis, served(res.template), "thinking")
+    assert v["status"] == "degraded" and not v["dropped"] and v["text_lost"] == ["text_around_calls"]
+    assert v["fields"]["tool_calls"] == "pass"
+    line = describe(v)
+    assert line.startswith("degraded: text lost where real outputs write text both before and after tool calls")
+    assert v["realistic_failures"]["text_around_calls"] in line and "(in no field)" in line
+
+
+def test_text_read_into_another_field_is_reported_not_lost():
+    """Text after JSON arguments with no close of their own (``[ARGS]{…}text``) is read into the arguments:
+    visible, so the variant fails and says where the text went, but nothing vanished (the verdict stays)."""
     res = autoparser.infer_result((MODELS / "wrapped-bracket.jinja").read_text(encoding="utf-8"))
     v = res.verdict
-    assert v["realistic"]["text_around_calls"] == "fail"
+    assert v["realistic"]["text_around_calls"] == "fail" and "read into another field" in v["realistic_failures"]["text_around_calls"]
+    assert v["text_lost"] == []
+
+
+def test_pythonic_runs_lose_text_after_calls_and_say_so():
+    """A run of pythonic calls with no marker: text after the calls is in no field; the degraded warning
+    says so alongside what the calls do not cover."""
+    res = autoparser.infer_result((MODELS / "pythonic-semicolon.jinja").read_text(encoding="utf-8"))
+    v = res.verdict
     assert v["status"] == "degraded" and v["text_lost"] == ["text_around_calls"]
-    assert [w for w in res.warnings if "text lost" in w] and sum("degraded" in w for w in res.warnings) == 1
-    ok = autoparser.infer_result((MODELS / "chatml-think.jinja").read_text(encoding="utf-8")).verdict
-    assert ok["status"] == "full" and ok["text_lost"] == [] and ok["realistic"]["text_around_calls"] == "pass"
+    assert sum(w.startswith("degraded: ") for w in res.warnings) == 1
+    assert any("text lost" in w for w in res.warnings if w.startswith("degraded: "))
