@@ -88,14 +88,21 @@ def anchor_tokens(a: Analysis) -> list[str]:
     return out
 
 
-def reasoning_open(r) -> str:
+def reasoning_open(r, token: str = "") -> str:
     r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
     too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
     (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
     vLLM's Mistral parsers split it. A bare literal, so the ``regex`` module skips to it and nothing is held.
     An opener written twice (the prompt opened it and the model writes it again) opens once: the close's
     ``repeated_opener`` ends the first, empty, block where the second starts. With ``lone_close`` text before
-    a close with no opener is reasoning too (held back until that close or the end of the message)."""
+    a close with no opener is reasoning too (held back until that close or the end of the message).
+
+    ``token``: an opener made of a token and a word (Gemma 4's ``<|channel>thought``) also opens on the token
+    alone, the word taken when written (``<|channel>first thought<channel|>``: reasoning ``first thought``;
+    ``<|channel>thought\nPlan.``: ``Plan.``, not the channel's name), and on the token written twice."""
+    if token:
+        word = r.start[len(token):]
+        return rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
     opener = esc(r.start)
     if r.lone_close and r.end:
         opener += rf"|\A(?=(?:(?!{esc(r.start)})[\s\S])*?{esc(r.end)})"
@@ -215,12 +222,15 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     lead_open = lead + "".join(rf"(?:{esc(x)}\s*)?" for x in token)
     if r.mode != "NONE":
         if r.start:
-            f = {"open_pattern": reasoning_open(r)}
+            # The token alone opens reasoning unless the content wrapper starts with it too (``<|channel>answer``).
+            alone = token[0] if token and not r.lone_close and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
+            f = {"open_pattern": reasoning_open(r, alone)}
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
-            if r.end and r.mode == "TOOLS_ONLY" and openers:
-                # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
-                # Thinking), so the call's (or section's) opening token also ends it.
+            if r.end and openers:
+                # A call's (or section's) opening token ends reasoning too: models go straight on to the call
+                # without closing the block (Kimi K2 Thinking's planning reasoning; Qwen3 and GLM writing
+                # ``<think>Need the weather<tool_call>…``), as vLLM's Qwen3, Ollama's and LMDeploy's parsers read it.
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end))
