@@ -139,3 +139,30 @@ def test_pythonic_runs_lose_text_after_calls_and_say_so():
     assert v["status"] == "degraded" and v["text_lost"] == ["text_around_calls"]
     assert sum(w.startswith("degraded: ") for w in res.warnings) == 1
     assert any("text lost" in w for w in res.warnings if w.startswith("degraded: "))
+
+
+@pytest.mark.parametrize("text, thinking, content", [
+    ("<|channel>thought\nPlan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # as the template writes it
+    ("<|channel>Plan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # the token alone (Gemma 4's own parsers)
+    ("<|channel>thousand reasons<channel|>Done", "thousand reasons", "Done"),  # a word that only starts like the name
+    ("<|channel>first<channel|><|channel>second<channel|>Final.", "first\nsecond", "Final."),
+    ("<|channel>just thinking", "just thinking", None),
+])
+def test_an_opener_token_alone_opens_reasoning_without_its_word(text, thinking, content):
+    """An opener made of a token and a word (``<|channel>thought``): models write the token alone; the word,
+    when written, is the channel's name, not reasoning text. Before, the token alone stayed in content."""
+    spec, prompt, _ = inferred("channel-thought")
+    for msg in both(spec, text, prompt):
+        assert msg.get("thinking") == thinking
+        assert msg.get("content") == content
+
+
+def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
+    """Reasoning that spells a call (quoting the format, or going on to a call without closing) stays
+    reasoning: no call is made up from it, and no word is lost (docs/FORMATS.md §7b)."""
+    spec, prompt, _ = inferred("chatml-think")
+    text = '<think>The format is <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>. Then wait.</think>Done.'
+    for msg in both(spec, text, prompt):
+        assert "tool_calls" not in msg
+        assert msg["thinking"].startswith("The format is <tool_call>") and msg["thinking"].endswith("Then wait.")
+        assert msg["content"] == "Done."

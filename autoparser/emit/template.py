@@ -227,10 +227,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             f = {"open_pattern": reasoning_open(r, alone)}
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
-            if r.end and openers:
-                # A call's (or section's) opening token ends reasoning too: models go straight on to the call
-                # without closing the block (Kimi K2 Thinking's planning reasoning; Qwen3 and GLM writing
-                # ``<think>Need the weather<tool_call>…``), as vLLM's Qwen3, Ollama's and LMDeploy's parsers read it.
+            if r.end and r.mode == "TOOLS_ONLY" and openers:
+                # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
+                # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
+                # reasoning that spells the call format (Seed-OSS quoting ``<seed:tool_call>…``) would make a
+                # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end))
