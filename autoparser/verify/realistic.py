@@ -125,9 +125,9 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
 def _after_calls(g: str, tail: str | None, a: Analysis) -> int | None:
     """Where a model writes text after its last call: before the turn's end marker; where the analysis knows
     none at the end, right after the last call's (or section's) close when only markers follow it (a turn
-    end it does not list: ``<|END_ACTION|>`` then ``<|END_OF_TURN_TOKEN|>``). None when that close is the
-    text's very end: the call ends the turn (harmony's ``<|call|>``), and text after a turn's last token is
-    not model output."""
+    end it does not list: ``<|END_ACTION|>`` then ``<|END_OF_TURN_TOKEN|>``), or at the end. None in headed
+    replies whose text ends at a call's close: the call ends the turn (harmony's ``<|call|>``, a stop token),
+    and text after a turn's last token is not model output."""
     if tail:
         return len(g.rstrip()) - len(tail)
     t = a.tools
@@ -138,7 +138,7 @@ def _after_calls(g: str, tail: str | None, a: Analysis) -> int | None:
     cut = max(ends)
     rest = g[cut:].strip()
     if not rest:
-        return None
+        return None if t.headed.kind else len(g.rstrip())
     return cut if not re.sub("|".join(map(re.escape, sorted(markers(rest), key=len, reverse=True))) or r"(?!)", "", rest).strip() else len(g.rstrip())
 
 
