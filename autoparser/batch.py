@@ -216,7 +216,9 @@ def _finish(outdir: Path | None, it: Item, res: dict, args, first: str | None) -
     text = record(res["template"], v)
     try:
         write_atomic(outdir / f"{it.name}.json", text)
-        _maybe_write(it, res["template"], args)
+        from .emit import served
+
+        _maybe_write(it, served(res["template"]), args)  # tokenizer_config.json is what vLLM and SGLang load
         state = {**it.rec, "output_sha256": _sha(text), "reasoning_field": args.reasoning_field, "template_name": args.template}
         if it.rec["status"] == "ok":
             write_atomic(outdir / STATE_DIR / f"{it.name}.json", json.dumps(state, indent=1, ensure_ascii=False) + "\n")

@@ -27,6 +27,11 @@ WHERE = ("put the response_template in the model's tokenizer_config.json under t
          "(`autoparser batch --write` does it for local model directories)")
 
 
+SERVED = ("this is the served form: no repeats/join on content or thinking (both engines refuse join there at startup; "
+          "each joins every region's text itself, so the text before and after a call reaches the client); "
+          "transformers' parse_response with this form keeps only the text after the last call: use `infer` without --serve there")
+
+
 def _fields(template: dict) -> dict:
     return template.get("fields") or {}
 
@@ -126,7 +131,7 @@ def guidance(template: dict, server: str, model: str = "MODEL", verdict: dict | 
     ``analysis``: where given, a format that can have no grammar says so instead of offering one."""
     fields = _fields(template)
     thinking, calls = "thinking" in fields, "tool_calls" in fields
-    lines = [WHERE]
+    lines = [WHERE, SERVED]
     why_not = no_grammar(analysis) if calls else None
     if why_not:
         lines.append(f"no grammar for this tool-call format ({why_not}): tool calls are parsed, not constrained")

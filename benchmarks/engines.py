@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import dataclasses
 import json
 import os
 import sys
@@ -47,6 +48,7 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 os.environ.setdefault("LLGUIDANCE_LOG_LEVEL", "0")
 
 import autoparser  # noqa: E402
+from autoparser.emit import served  # noqa: E402
 from autoparser.grammar.build import build  # noqa: E402
 from autoparser.grammar.layout import NoGrammar, layout, marker_texts  # noqa: E402
 from autoparser.serve import grammar_form  # noqa: E402
@@ -73,9 +75,10 @@ def prepared(path: Path):
         res = autoparser.infer_result(src, TOKENS)
     except autoparser.AutoparserError as e:
         return f"does not infer: {e}"
-    if "tool_calls" not in (res.template.get("fields") or {}):
+    report = verify(src, res.template, TOKENS, analysis=res.analysis) if "tool_calls" in (res.template.get("fields") or {}) else None
+    res = dataclasses.replace(res, template=served(res.template))  # what --serve prints: the engines refuse join
+    if report is None:
         return res  # only the request shapes apply
-    report = verify(src, res.template, TOKENS, analysis=res.analysis)
     if report.per_field().get("tool_calls") != "pass":
         return "tool calls do not verify"
     try:

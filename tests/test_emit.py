@@ -38,14 +38,13 @@ def test_whitespace_between_regions_never_wipes_content(gap, end):
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather", "get_weather"]
 
 
-def test_a_reasoning_block_after_content_stays_content():
-    """Reasoning opens only at the reply's start (as vLLM's and Ollama's parsers read it): a block written
-    after content is content text, so neither the text before it nor the block is lost to the implicit
-    content reopening; the call after it still parses."""
+def test_a_reasoning_block_after_content_is_reasoning():
+    """Reasoning opens at every opener (interleaved thinking): a block written after content is reasoning,
+    and the content before it is kept (the text fields join their regions); the call after it still parses."""
     text = f"Let me check.<think>Which city?</think>\n\n{CALL}<|im_end|>"
     for msg in both(template("chatml-think"), text):
-        assert msg["content"] == "Let me check.<think>Which city?</think>"
-        assert "thinking" not in msg
+        assert msg["content"] == "Let me check."
+        assert msg["thinking"] == "Which city?"
         assert len(msg["tool_calls"]) == 1
 
 
@@ -86,7 +85,9 @@ def test_a_headed_reply_with_no_header_keeps_the_text(text, content, calls):
 @pytest.mark.parametrize("prefix", ["<think>\n", "<think>"])
 @pytest.mark.parametrize("repeat", ["<think>\n", "<think>", "\n<think>\n\n"])
 def test_a_repeated_opener_opens_once(prefix, repeat):
-    """The prompt opened the block and the model writes the opener again: it is not reasoning text."""
+    """The prompt opened the block and the model writes the opener again: it is not reasoning text. (The first,
+    empty, block closes where the second opens; the field joins its regions, so the reasoning starts with the
+    join's newline: surrounding whitespace, as verify judges it.)"""
     spec = template("forced-open-tagged")
     text = f"{repeat}Plan.\n</think>\n\nDone.<|turn_end|>"
     for p in (ResponseParser(spec, prefix="<|turn_start|>assistant\n" + prefix), None):
@@ -96,7 +97,7 @@ def test_a_repeated_opener_opens_once(prefix, repeat):
             for ch in text:
                 p.feed(ch)
             msg = p.finalize()[0]
-        assert (msg["thinking"], msg["content"]) == ("Plan.", "Done.")
+        assert (msg["thinking"].lstrip("\n"), msg["content"]) == ("Plan.", "Done.")
 
 
 @pytest.mark.parametrize("text, content", [

@@ -42,15 +42,20 @@ def _cmd_infer(args) -> int:
         print(f"warning: {src.where}: {w}", file=sys.stderr)
     for why in (res.verdict or {}).get("limits", []):
         print(f"verify: {why}", file=sys.stderr)
+    template = res.template
+    if args.serve:  # the form the engines accept at startup (no join on text fields; they join regions themselves)
+        from ..emit import served
+
+        template = served(res.template)
     if args.output:
-        write_output(args.output, record(res.template, res.verdict))
+        write_output(args.output, record(template, res.verdict))
     else:
-        sys.stdout.write(json.dumps(res.template, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(template, indent=2, ensure_ascii=False) + "\n")
     if args.serve:
         from ..serve import guidance
 
         model = "MODEL" if Path(args.source).is_file() else args.source
-        for line in guidance(res.template, args.serve, model, verdict=res.verdict, analysis=res.analysis):
+        for line in guidance(template, args.serve, model, verdict=res.verdict, analysis=res.analysis):
             print(f"serve: {line}", file=sys.stderr)
     return 1 if args.strict and res.verdict and res.verdict["status"] != "full" else 0
 

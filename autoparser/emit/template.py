@@ -8,8 +8,10 @@ Choices that matter for correctness (see transformers' chat_parsing):
 - Opens are literal where the format allows; patterns begin with their literal marker, so the
   ``regex`` module skips to it. Per streamed chunk transformers searches every watched delimiter
   once, so a delimiter's cost is what a hand-written one's is (benchmarks/bench.py).
-- Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform or join, so
-  vLLM and SGLang serve the same template.
+- Only ``thinking``, ``content`` and ``tool_calls`` fields, text content without transform. The text fields
+  ``repeats`` with a ``join`` (``library``), so transformers keeps every region of content (the text before
+  a call and after it) instead of the last; vLLM and SGLang refuse ``join`` on a text field at startup, and
+  join every region's chunks themselves, so the template they serve drops it (``served``).
 """
 
 from __future__ import annotations
@@ -86,14 +88,22 @@ def anchor_tokens(a: Analysis) -> list[str]:
     return out
 
 
-def reasoning_open(r, lead: str = "") -> str:
-    r"""The reasoning block opens only at the start of the reply (the first block; a block written after
-    content is text, as vLLM's and Ollama's parsers keep it: no text is lost to the implicit content
-    reopening). An opener written twice (the prompt opened it and the model writes it again) opens once:
-    the close's ``repeated_opener`` ends the first, empty, block where the second starts. With
-    ``lone_close`` text before a close with no opener is reasoning too (held back until that close or
-    the end of the message)."""
-    opener = at_reply_start(r.start, rf"(?:{esc(r.start)}\s*)?", lead)
+def reasoning_open(r, token: str = "") -> str:
+    r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
+    too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
+    (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
+    vLLM's Mistral parsers split it. A bare literal, so the ``regex`` module skips to it and nothing is held.
+    An opener written twice (the prompt opened it and the model writes it again) opens once: the close's
+    ``repeated_opener`` ends the first, empty, block where the second starts. With ``lone_close`` text before
+    a close with no opener is reasoning too (held back until that close or the end of the message).
+
+    ``token``: an opener made of a token and a word (Gemma 4's ``<|channel>thought``) also opens on the token
+    alone, the word taken when written (``<|channel>first thought<channel|>``: reasoning ``first thought``;
+    ``<|channel>thought\nPlan.``: ``Plan.``, not the channel's name), and on the token written twice."""
+    if token:
+        word = r.start[len(token):]
+        return rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
+    opener = esc(r.start)
     if r.lone_close and r.end:
         opener += rf"|\A(?=(?:(?!{esc(r.start)})[\s\S])*?{esc(r.end)})"
     return opener
@@ -169,8 +179,39 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "".join(out), pattern[i:]
 
 
+JOIN = "\n"  # between two regions of one text field: the text before a call and the text after it
+
+
+def text_fields(template: dict) -> list[str]:
+    """The fields vLLM and SGLang stream as text (reasoning under either name, and content)."""
+    return [n for n in ("thinking", "reasoning_content", "content") if n in (template.get("fields") or {})]
+
+
+def library(template: dict) -> dict:
+    """The template transformers runs: each text field keeps every region, joined (``repeats`` + ``join``).
+    transformers' fields overwrite their value each time they close, so without it the implicit content
+    that reopens after a call replaces the text before the call (``Sure.`` + call + ``Done.`` gave ``Done.``)."""
+    out = {**template, "fields": {k: dict(v) for k, v in template["fields"].items()}}
+    for name in text_fields(out):
+        out["fields"][name].update(repeats=True, join=JOIN)
+    return out
+
+
+def served(template: dict) -> dict:
+    """The template vLLM and SGLang serve: the library template without ``repeats``/``join`` on its text
+    fields, which both refuse at startup. They lose nothing by it: each routes every region chunk of a
+    text field to the message and joins them (vLLM's ``ResponseTemplateEventEngine``, SGLang's stream
+    adapter), so the text on both sides of a call reaches the client. transformers' ``parse_response``
+    with this form keeps only a text field's last region."""
+    out = {**template, "fields": {k: dict(v) for k, v in template["fields"].items()}}
+    for name in text_fields(out):
+        out["fields"][name].pop("repeats", None)
+        out["fields"][name].pop("join", None)
+    return out
+
+
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
-    """Returns (response_template, warnings)."""
+    """Returns (response_template, warnings): the library form (``library``; ``served`` gives the engines')."""
     warnings: list[str] = []
     fields: dict[str, dict] = {}
     r, c, t = a.reasoning, a.content, a.tools
@@ -181,12 +222,16 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     lead_open = lead + "".join(rf"(?:{esc(x)}\s*)?" for x in token)
     if r.mode != "NONE":
         if r.start:
-            f = {"open_pattern": reasoning_open(r, lead_open)}
+            # The token alone opens reasoning unless the content wrapper starts with it too (``<|channel>answer``).
+            alone = token[0] if token and not r.lone_close and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
+            f = {"open_pattern": reasoning_open(r, alone)}
             leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
             openers = list(dict.fromkeys(m.group(0) for m in leads if m))
             if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
-                # Thinking), so the call's (or section's) opening token also ends it.
+                # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
+                # reasoning that spells the call format (Seed-OSS quoting ``<seed:tool_call>…``) would make a
+                # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end))
@@ -228,7 +273,17 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         starts = [c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
         firsts = sorted({m.strip()[0] for m in starts if m and m.strip()})
         if firsts:
-            bare = r"\A(?=\s*+[^\s" + "".join(re.escape(ch) for ch in firsts) + "])"
+            cls = r"(?=\s*+[^\s" + "".join(re.escape(ch) for ch in firsts) + "])"
+            bare = r"\A" + cls
+            # ... and likewise after any region: text a model writes bare after its calls (Command R7B's answer
+            # after ``<|END_ACTION|>`` with no ``<|START_RESPONSE|>``), or after a stray close of the content
+            # or reasoning, would be outside every field. Only right after such a close (a lookbehind), where
+            # one character decides.
+            closes = [c.end, *ends, r.end if r.mode != "NONE" else ""]
+            closes += [t.section_end, t.call_end] if "tool_calls" in fields else []
+            closes = [x.strip() for x in closes if x.strip()]
+            if closes:
+                bare += rf"|(?<=(?:{'|'.join(literals(closes))})\s*){cls}"
             f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + bare}
         close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
         if close:
@@ -282,5 +337,6 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             if key in f:
                 f[key] = bounded_whitespace(f[key])
     spec["fields"] = fields
+    spec = library(spec)
     load_response_template(spec)  # raises ValueError if transformers would refuse it
     return spec, warnings

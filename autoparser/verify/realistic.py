@@ -34,6 +34,7 @@ from .roundtrip import Case, _compare, _Parsing, _strings
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
             "reasoning_opener_missing", "stray_reasoning_close", "ids_removed", "text_around_calls", "malformed_call", "call_truncated")
 AFTER = "QXAFTERQX and done."
+LOST = "text lost"  # how a failure starts whose text reached no field of the message (not read into another)
 
 
 def structural_markers(a: Analysis) -> list[str]:
@@ -107,9 +108,10 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
                 text = text.replace(c["id"], "", 1)
         yield "ids_removed", text, {**exp, "tool_calls": [{**c, "id": None} for c in calls]}, "same"
     if calls:
-        cut = len(g.rstrip()) - len(tail) if tail else len(g.rstrip())
-        text = g[:cut] + "\n" + AFTER + g[cut:]
-        yield "text_around_calls", text, {**exp, "content": ((exp.get("content") or "") + "\n" + AFTER).strip()}, "around"
+        cut = _after_calls(g, tail, a)
+        if cut is not None:
+            text = g[:cut] + "\n" + AFTER + g[cut:]
+            yield "text_around_calls", text, {**exp, "content": ((exp.get("content") or "") + "\n" + AFTER).strip()}, "around"
         value = next((v for v in calls[0]["arguments"].values() if isinstance(v, str) and v in g), None)
         if value is not None:
             i = g.index(value)
@@ -118,6 +120,26 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
                 yield "malformed_call", g[:j] + g[j + 1:], exp, value
             if len(value) > 1:
                 yield "call_truncated", g[: i + len(value) // 2], {}, value[: len(value) // 2]
+
+
+def _after_calls(g: str, tail: str | None, a: Analysis) -> int | None:
+    """Where a model writes text after its last call: before the turn's end marker; where the analysis knows
+    none at the end, right after the last call's (or section's) close when only markers follow it (a turn
+    end it does not list: ``<|END_ACTION|>`` then ``<|END_OF_TURN_TOKEN|>``), or at the end. None in headed
+    replies whose text ends at a call's close: the call ends the turn (harmony's ``<|call|>``, a stop token),
+    and text after a turn's last token is not model output."""
+    if tail:
+        return len(g.rstrip()) - len(tail)
+    t = a.tools
+    closes = [x.strip() for x in (t.section_end, t.call_end) if x.strip()]
+    ends = [(g.rfind(x) + len(x)) for x in closes if x in g]
+    if not ends:
+        return len(g.rstrip())
+    cut = max(ends)
+    rest = g[cut:].strip()
+    if not rest:
+        return None if t.headed.kind else len(g.rstrip())
+    return cut if not re.sub("|".join(map(re.escape, sorted(markers(rest), key=len, reverse=True))) or r"(?!)", "", rest).strip() else len(g.rstrip())
 
 
 def _stray_close(case: Case, a: Analysis):
@@ -148,8 +170,16 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
         return f"{', '.join(bad)} differ" if bad else None
     if judge == "around":
         content = got.get("content") or ""
-        lost = [x for x in (exp["content"].replace(AFTER, "").strip(), AFTER) if x and x not in content]
-        return f"content lost {lost[0][:40]!r} (the implicit content keeps its last region)" if lost else None
+        before = exp["content"].replace(AFTER, "").strip()
+        last = (markers(before) or [""])[-1]
+        if last and before.endswith(last):  # a stray close consumed as a close: the marker, no word, is gone
+            before = before[: -len(last)].strip()
+        missing = [x for x in (before, AFTER) if x and x not in content]
+        if not missing:
+            return None
+        everywhere = " ".join(_strings(got, []))
+        gone = [x for x in missing if x not in everywhere]
+        return f"{LOST} {gone[0][:40]!r} (in no field)" if gone else f"content misses {missing[0][:40]!r} (read into another field)"
     # Every key and leaf of the message: wherever the written text may have gone, it is still visible.
     return None if any(judge in s for s in _strings(got, [])) else f"the call's text {judge!r} is lost"
 

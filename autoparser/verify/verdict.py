@@ -16,7 +16,8 @@ the fields the emitted template lacks; ``first_failure``: the complete template'
 emitted tool_calls field covers; fail: rendered but not covered, its text arrives in content);
 ``uncovered``: the failing capabilities of a tool_calls field that is kept.
 ``realistic``: variant -> pass | fail for the outputs real models write (``verify.realistic``), with
-``realistic_failures``: variant -> its first failure. A failing variant is reported, never dropped for.
+``realistic_failures``: variant -> its first failure. A failing variant is reported, never dropped for; but
+one that loses text (``LOSES_TEXT``, listed in ``text_lost``) makes a full verdict ``degraded``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ from . import realistic
 from .roundtrip import FIELD_NAMES, capabilities, capability, rejudge_uncovered, template_fields, verify
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
+# Variants whose failure can mean words the model wrote reach no field (not a field read wrongly): the text
+# on both sides of a call, and the text after a stray reasoning close. When it does (``realistic.LOST``),
+# the verdict is not ``full``; text read into another field (a call's arguments) is a failing variant only.
+LOSES_TEXT = ("text_around_calls", "stray_reasoning_close")
 CAPABILITY_WORDS = {"single": "single calls", "parallel": "parallel calls", "nested": "nested arguments",
                     "content_beside": "content beside calls", "ids": "call ids"}
+LOST_WORDS = {"text_around_calls": "text both before and after tool calls",
+              "stray_reasoning_close": "a reasoning close after the content"}
 SPILL = {"tool_calls": "tool-call text arrives as content", "reasoning": "reasoning text arrives as content"}
 
 
@@ -151,6 +158,11 @@ def _realistic(verdict: dict, report, template: dict, a: Analysis, reasoning_fie
     cases = [c for c in report.cases if capability(c) not in uncovered] if uncovered else report.cases
     verdict["realistic"], verdict["realistic_failures"] = realistic.check(cases, template, a, report.fields, reasoning_field,
                                                                          parsing=report.parsing)
+    lost = [v for v in LOSES_TEXT if verdict["realistic"].get(v) == "fail" and realistic.LOST in verdict["realistic_failures"][v]]
+    verdict["text_lost"] = lost
+    if lost and verdict["status"] == "full":  # text that vanishes is never a full verdict (docs/FORMATS.md §7b)
+        verdict["status"] = "degraded"
+        verdict["first_failure"] = verdict["realistic_failures"][lost[0]]
 
 
 def _all_fail(caps: dict, report) -> dict:
@@ -224,12 +236,17 @@ def describe(verdict: dict | None) -> str:
         if dropped:
             spill = "; ".join(SPILL[f] for f in dropped if f in SPILL) or "calls come without ids"
             parts.append(f"parsing of {', '.join(dropped)} left out ({spill})")
+        lost = verdict.get("text_lost") or []
+        if lost:
+            parts.append(f"text lost where real outputs write {' and '.join(LOST_WORDS[v] for v in lost)} "
+                         f"({verdict['realistic_failures'][lost[0]]})")
         uncovered = verdict.get("uncovered") or []
         if uncovered:
             held = [k for k, v in (verdict.get("tool_capabilities") or {}).items() if v == "pass"]
             parts.append(f"tool calls not covered: {', '.join(CAPABILITY_WORDS.get(u, u) for u in uncovered)} "
                          f"(their text arrives as content; covered: {', '.join(CAPABILITY_WORDS.get(h, h) for h in held)})")
-        return f"degraded: {'; '.join(parts)}; first failure: {verdict['first_failure']}" + _real(verdict)
+        first = "" if parts and lost and not dropped and not uncovered else f"; first failure: {verdict['first_failure']}"
+        return f"degraded: {'; '.join(parts)}{first}" + _real(verdict)
     kept = ", ".join(f"{f} {v}" for f, v in verdict["fields"].items() if v != "absent")
     return f"full ({kept})" + _real(verdict)
 

@@ -1,0 +1,168 @@
+"""No text the model wrote vanishes (issue 26): the text fields of the library template keep every region
+(``repeats`` + ``join``), so the text before a call survives the text after it, and interleaved reasoning
+blocks keep both their reasoning and the content between them; the served form (``emit.served``) passes
+the engines' startup rules; a template that still loses such text is not verified ``full``.
+Parsed with transformers' own ``parse_response`` and ``ResponseParser`` (a character at a time)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+import autoparser
+from autoparser.emit import library, served
+from autoparser.cli.parse import generation_prompt
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def inferred(name: str) -> tuple[dict, str, dict]:
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    return res.template, generation_prompt(src, {}), res.verdict
+
+
+def both(spec: dict, text: str, prefix: str = "") -> list[dict]:
+    p = ResponseParser(spec, prefix=prefix)
+    for ch in text:
+        p.feed(ch)
+    return [parse_response(text, spec, prefix=prefix), p.finalize()[0]]
+
+
+@pytest.mark.parametrize("text", [
+    f"Sure, let me check.\n{CALL}\nDone.<|im_end|>",
+    f"Sure, let me check.{CALL}Done.",
+    f"Sure, let me check.\n{CALL}\nAnd one more:\n{CALL}\nDone.<|im_end|>",
+])
+def test_text_before_and_after_calls_is_kept(text):
+    """Before, the implicit content overwrote itself when it reopened after the call: ``Done.`` only."""
+    spec, prompt, _ = inferred("chatml-think")
+    for msg in both(spec, text, prompt):
+        assert msg["content"].startswith("Sure, let me check.") and msg["content"].endswith("Done.")
+        assert ("And one more:" in msg["content"]) == ("And one more:" in text)
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"] * text.count("<tool_call>")
+
+
+@pytest.mark.parametrize("text, thinking, content", [
+    ("<think>step 1</think>partial answer<think>step 2</think>final answer<|im_end|>", "step 1\nstep 2", "partial answer\nfinal answer"),
+    ("answer<think>R</think>more", "R", "answer\nmore"),
+    ("<think>a</think>x<think>b</think>y<think>c</think>z", "a\nb\nc", "x\ny\nz"),
+])
+def test_interleaved_reasoning_blocks_keep_every_region(text, thinking, content):
+    """Several reasoning blocks between content (interleaved thinking): every block is reasoning and every
+    piece of content is content, as tinker's, llama.cpp's and Ollama's Mistral parsers split them."""
+    spec, prompt, _ = inferred("chatml-think")
+    for msg in both(spec, text, prompt):
+        assert msg["thinking"] == thinking
+        assert msg["content"] == content
+
+
+def test_a_repeated_opener_still_opens_once():
+    """The prompt opened ``<think>`` and the model writes it again: still one block of reasoning (the first,
+    empty, block closes where the second opener starts; joining it adds only a leading newline)."""
+    spec, prompt, _ = inferred("forced-open-tagged")
+    assert prompt.rstrip().endswith("<think>")
+    for msg in both(spec, "<think>\nPlan it.\n</think>\n\nAnswer.", prompt):
+        assert msg["thinking"].strip() == "Plan it."
+        assert msg["content"] == "Answer."
+
+
+def test_the_served_form_passes_the_engines_rules():
+    """vLLM 0.33 and SGLang 0.5.23 refuse ``join`` (and ``transform``, non-text content) on ``content`` and
+    ``thinking`` at startup; ``served`` drops ``repeats``/``join`` there and nothing else."""
+    for path in sorted(MODELS.glob("*.jinja")):
+        spec = autoparser.infer(path.read_text(encoding="utf-8"))
+        form = served(spec)
+        for name in ("content", "thinking"):
+            field = form["fields"].get(name)
+            if field is not None:
+                assert "join" not in field and "repeats" not in field and "transform" not in field, path.stem
+                assert field.get("content", "text") == "text", path.stem
+        assert library(form) == spec, path.stem  # the two forms differ in exactly that
+        assert form["fields"].get("tool_calls") == spec["fields"].get("tool_calls")
+
+
+def test_the_served_form_loses_what_the_library_form_keeps_in_transformers():
+    """Why two forms: transformers' parse_response with the served form keeps only the text after the call
+    (what --serve says); the engines join each region's chunks themselves."""
+    spec, prompt, _ = inferred("chatml-think")
+    text = f"Sure, let me check.\n{CALL}\nDone."
+    assert parse_response(text, served(spec), prefix=prompt)["content"] == "Done."
+    assert parse_response(text, spec, prefix=prompt)["content"] == "Sure, let me check.\nDone."
+
+
+def test_infer_serve_prints_the_served_form(capsys):
+    from autoparser.cli.main import main
+
+    assert main(["infer", str(MODELS / "chatml-think.jinja"), "--serve", "vllm"]) == 0
+    out, err = capsys.readouterr()
+    spec = json.loads(out)
+    assert "join" not in spec["fields"]["content"] and "join" not in spec["fields"]["thinking"]
+    assert "served form" in err
+    assert main(["infer", str(MODELS / "chatml-think.jinja")]) == 0
+    assert json.loads(capsys.readouterr().out)["fields"]["content"]["join"] == "\n"
+
+
+def test_text_that_vanishes_is_never_a_full_verdict():
+    """A template that keeps every field but loses the text on one side of a call (here the served form,
+    judged as transformers runs it: the content after the call replaces the content before) is degraded,
+    and the one warning says which text is lost. The library form of the same template is full."""
+    from autoparser.verify.verdict import describe, settle
+
+    src = (MODELS / "chatml-think.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    assert res.verdict["status"] == "full" and res.verdict["text_lost"] == []
+    _, _, v = settle(src, {}, res.analysis, served(res.template), "thinking")
+    assert v["status"] == "degraded" and not v["dropped"] and v["text_lost"] == ["text_around_calls"]
+    assert v["fields"]["tool_calls"] == "pass"
+    line = describe(v)
+    assert line.startswith("degraded: text lost where real outputs write text both before and after tool calls")
+    assert v["realistic_failures"]["text_around_calls"] in line and "(in no field)" in line
+
+
+def test_text_read_into_another_field_is_reported_not_lost():
+    """Text after JSON arguments with no close of their own (``[ARGS]{…}text``) is read into the arguments:
+    visible, so the variant fails and says where the text went, but nothing vanished (the verdict stays)."""
+    res = autoparser.infer_result((MODELS / "wrapped-bracket.jinja").read_text(encoding="utf-8"))
+    v = res.verdict
+    assert v["realistic"]["text_around_calls"] == "fail" and "read into another field" in v["realistic_failures"]["text_around_calls"]
+    assert v["text_lost"] == []
+
+
+def test_pythonic_runs_lose_text_after_calls_and_say_so():
+    """A run of pythonic calls with no marker: text after the calls is in no field; the degraded warning
+    says so alongside what the calls do not cover."""
+    res = autoparser.infer_result((MODELS / "pythonic-semicolon.jinja").read_text(encoding="utf-8"))
+    v = res.verdict
+    assert v["status"] == "degraded" and v["text_lost"] == ["text_around_calls"]
+    assert sum(w.startswith("degraded: ") for w in res.warnings) == 1
+    assert any("text lost" in w for w in res.warnings if w.startswith("degraded: "))
+
+
+@pytest.mark.parametrize("text, thinking, content", [
+    ("<|channel>thought\nPlan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # as the template writes it
+    ("<|channel>Plan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # the token alone (Gemma 4's own parsers)
+    ("<|channel>thousand reasons<channel|>Done", "thousand reasons", "Done"),  # a word that only starts like the name
+    ("<|channel>first<channel|><|channel>second<channel|>Final.", "first\nsecond", "Final."),
+    ("<|channel>just thinking", "just thinking", None),
+])
+def test_an_opener_token_alone_opens_reasoning_without_its_word(text, thinking, content):
+    """An opener made of a token and a word (``<|channel>thought``): models write the token alone; the word,
+    when written, is the channel's name, not reasoning text. Before, the token alone stayed in content."""
+    spec, prompt, _ = inferred("channel-thought")
+    for msg in both(spec, text, prompt):
+        assert msg.get("thinking") == thinking
+        assert msg.get("content") == content
+
+
+def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
+    """Reasoning that spells a call (quoting the format, or going on to a call without closing) stays
+    reasoning: no call is made up from it, and no word is lost (docs/FORMATS.md §7b)."""
+    spec, prompt, _ = inferred("chatml-think")
+    text = '<think>The format is <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>. Then wait.</think>Done.'
+    for msg in both(spec, text, prompt):
+        assert "tool_calls" not in msg
+        assert msg["thinking"].startswith("The format is <tool_call>") and msg["thinking"].endswith("Then wait.")
+        assert msg["content"] == "Done."
