@@ -27,6 +27,7 @@ logger = logging.getLogger("autoparser")
 _lock = threading.Lock()
 _original = None  # the classmethod object we replaced, while enabled
 _quiet = False  # the verdict was already said (``AUTOPARSER_HOOK=said``): attach without repeating it
+_served = False  # attach the form the engines accept (``emit.served``): on in an engine's processes (``plugin``)
 ENV = "AUTOPARSER_HOOK"
 ON = ("1", "true", "yes", "on")
 SAID = "said"
@@ -64,7 +65,12 @@ def attach(tokenizer):
 
         where = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
         entry = cached_entry(template, _special_tokens(tokenizer), where=str(where))
-        tokenizer.response_template = copy.deepcopy(entry["response_template"])
+        template = copy.deepcopy(entry["response_template"])
+        if _served:  # vLLM and SGLang refuse ``join`` on text fields, and join region chunks themselves
+            from .emit import served
+
+            template = served(template)
+        tokenizer.response_template = template
         if entry["verdict"]["status"] == "degraded" and not _quiet:
             logger.warning("autoparser attached a response_template for %s without some fields: %s", where, describe(entry["verdict"]))
     except Exception as e:  # noqa: BLE001 - never break tokenizer loading
@@ -80,26 +86,28 @@ def asked(environ=None) -> str | None:
     return SAID if value == SAID else "on" if value in ON else None
 
 
-def enable_from_env(environ=None) -> bool:
+def enable_from_env(environ=None, served: bool = False) -> bool:
     """``enable()`` where ``AUTOPARSER_HOOK`` asks for it; whether the hook is now on. Never raises: a
     process that cannot patch tokenizer loading still serves, with one logged warning."""
     how = asked(environ)
     if how is None:
         return enabled()
     try:
-        enable(quiet=how == SAID)
+        enable(quiet=how == SAID, served=served)
     except Exception as e:  # noqa: BLE001 - an engine's process must start whatever happens here
         logger.warning("autoparser could not hook tokenizer loading: %s: %s", type(e).__name__, e)
     return enabled()
 
 
-def enable(quiet: bool = False) -> None:
+def enable(quiet: bool = False, served: bool = False) -> None:
     """Patch tokenizer loading so every ``from_pretrained`` result goes through ``attach``. Idempotent.
-    ``quiet``: a degraded or refused template is logged at debug level (the operator was told already)."""
-    global _original, _quiet
+    ``quiet``: a degraded or refused template is logged at debug level (the operator was told already).
+    ``served``: attach the engines' form of the template (an engine process: its validator refuses the
+    library form's ``join``), which keeps only a text field's last region in transformers itself."""
+    global _original, _quiet, _served
     from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-    _quiet = quiet
+    _quiet, _served = quiet, served
     with _lock:
         if _original is not None:
             return
@@ -117,8 +125,8 @@ def enable(quiet: bool = False) -> None:
 
 def disable() -> None:
     """Undo ``enable``. Idempotent."""
-    global _original, _quiet
-    _quiet = False
+    global _original, _quiet, _served
+    _quiet = _served = False
     from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
     with _lock:

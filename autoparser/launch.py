@@ -113,7 +113,10 @@ def choose(engine: str, model: str, argv=()) -> tuple[dict | None, str, object]:
             analysis = analyze(src.template, src.special_tokens, where=src.where)
         except AutoparserError:
             analysis = None
-    return entry["response_template"], f"response_template inferred, {describe(entry['verdict'])}", analysis
+    from .emit import served
+
+    # what the engine's processes attach (``hook``, served): the form its validator accepts
+    return served(entry["response_template"]), f"response_template inferred, {describe(entry['verdict'])}", analysis
 
 
 def plan(engine: str, model: str, argv=()) -> Plan:
@@ -145,7 +148,7 @@ def run(p: Plan) -> int:
     if importlib.util.find_spec(module.partition(".")[0]) is None:
         raise AutoparserError(f"{p.engine} is not installed in this Python ({sys.executable}): {INSTALL[p.engine]}")
     os.environ.update(environment())
-    hook.enable_from_env()
+    hook.enable_from_env(served=True)
     sys.argv = [p.engine, *p.argv]
     try:
         result = importlib.import_module(module).main()

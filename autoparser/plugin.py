@@ -35,7 +35,7 @@ def register(engine: str, environ=None) -> bool:
     env = os.environ if environ is None else environ
     if not opted_in(engine, env):
         return hook.enabled()
-    return hook.enable_from_env({hook.ENV: hook.asked(env) or "on"})
+    return hook.enable_from_env({hook.ENV: hook.asked(env) or "on"}, served=True)
 
 
 def vllm() -> None:

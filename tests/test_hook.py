@@ -222,3 +222,24 @@ def test_cached_results_belong_to_one_transformers_release(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.0.1" if name == "transformers" else real(name))
     monkeypatch.setattr(cache, "_fingerprint", None)
     assert cache.code_fingerprint() != here
+
+
+def test_engine_processes_attach_the_served_form(tmp_path):
+    """In an engine's processes (the plugin's ``served=True``) the attached template has no ``join`` or
+    ``repeats`` on text fields, which vLLM's and SGLang's validators refuse; a library load keeps them
+    (text on both sides of a call reaches transformers' message)."""
+    from transformers import AutoTokenizer
+
+    from autoparser.emit import served
+
+    path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"))
+    autoparser.enable()
+    library = AutoTokenizer.from_pretrained(path).response_template
+    assert library["fields"]["content"].get("join") is not None
+    autoparser.disable()
+    autoparser.hook.enable(served=True)
+    tok = AutoTokenizer.from_pretrained(path)
+    fields = tok.response_template["fields"]
+    assert tok.response_template == served(library)
+    assert not any(k in f for f in (fields["content"], fields["thinking"]) for k in ("join", "repeats"))
+    check_parses(tok)
