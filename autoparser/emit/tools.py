@@ -260,12 +260,42 @@ def space_before_tokens(pattern: str) -> str:
     return "".join(out)
 
 
+_BRACKET_UNIT = re.compile(r"\\\[[A-Z][A-Z_]*\\\]|\\s(?:\*|\{0,64\})|\(\?P<id>\[\^\\s<>\\\[\\\]\]\*\?\)")
+
+
+def optional_bracket_markers(header: str) -> str:
+    r"""Bracket markers between a call's name and its JSON arguments (``[TOOL_CALLS]f[CALL_ID]x[ARGS]{…}``)
+    may each be left out, an id marker with its id: Mistral-format models write ``f[ARGS]{…}`` where the
+    template writes an id, and tokenizers that drop control tokens from the text leave ``f{…}`` (the
+    family's own parsers read both). Only where the text after the name is nothing but such markers,
+    whitespace and an id; without its last marker the arguments' ``{`` must follow the name."""
+    m = re.search(r"\(\?P<name>(?:[^()\\]|\\.)*\)", header)
+    if not m:
+        return header
+    tail = header[m.end():]
+    parts = _BRACKET_UNIT.findall(tail)
+    if "".join(parts) != tail or not any(p.startswith("\\[") for p in parts):
+        return header
+    lead, units = "", []
+    for p in parts:
+        if p.startswith("\\["):
+            units.append(p)
+        elif units:
+            units[-1] += p
+        else:
+            lead += p
+    *first, last = units
+    return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
     # An id the caller writes in history may be left out by the model: the call still parses (``"id": ""``).
     header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
+    if t.arguments.kind == "json":
+        header = optional_bracket_markers(header)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.

@@ -1,0 +1,48 @@
+"""Calls in a spelling the template does not render, which the family's own parsers accept (issue 26), on
+the team's examples in models/: each text is parsed with transformers' ``parse_response`` one-shot and
+streamed through ``ResponseParser`` (both must agree). docs/FORMATS.md §7b, call spellings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+import autoparser
+from autoparser.cli.parse import generation_prompt
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+
+def _parse(name: str, text: str, tools: list | None = None) -> dict:
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    template = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    one = parse_response(text, template, prefix=prefix, tools=tools)
+    for size in (1, 3, 7):
+        p = ResponseParser(template, prefix=prefix, tools=tools)
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        assert p.finalize()[0] == one, (name, text, size)
+    return one
+
+
+def _calls(msg: dict) -> list[tuple[str, dict]]:
+    return [(c["function"]["name"], c["function"]["arguments"]) for c in msg.get("tool_calls") or []]
+
+
+@pytest.mark.parametrize("text", [
+    '[CALLS]get_weather[ID]call00001[ARGS]{"city": "Paris"}[END]',  # as rendered
+    '[CALLS]get_weather[ARGS]{"city": "Paris"}[END]',  # the id marker left out with its id
+    '[CALLS]get_weather{"city": "Paris"}[END]',  # every marker after the name left out
+    '[CALLS]get_weather [ARGS] {"city": "Paris"}',
+])
+def test_bracket_markers_after_the_name_may_be_left_out(text):
+    assert _calls(_parse("wrapped-bracket", text)) == [("get_weather", {"city": "Paris"})]
+
+
+def test_a_bracket_name_without_arguments_is_no_call():
+    """Without its arguments marker a name is a call only when the arguments' ``{`` follows it."""
+    assert not _parse("wrapped-bracket", "[CALLS]get_weather and more[END]").get("tool_calls")
