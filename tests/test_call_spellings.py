@@ -46,3 +46,13 @@ def test_bracket_markers_after_the_name_may_be_left_out(text):
 def test_a_bracket_name_without_arguments_is_no_call():
     """Without its arguments marker a name is a call only when the arguments' ``{`` follows it."""
     assert not _parse("wrapped-bracket", "[CALLS]get_weather and more[END]").get("tool_calls")
+
+
+@pytest.mark.parametrize("text, calls", [
+    ('R</think>\n<call name="get_time"/><|turn_end|>', [("get_time", {})]),
+    ('R</think>\n<call name="get_time" />', [("get_time", {})]),
+    ('R</think>\n<call name="get_weather">\n<arg name="city">Paris</arg></call>\n<call name="get_time"/>',
+     [("get_weather", {"city": "Paris"}), ("get_time", {})]),
+])
+def test_a_call_without_arguments_may_be_a_self_closing_element(text, calls):
+    assert _calls(_parse("forced-open-tagged", text)) == calls

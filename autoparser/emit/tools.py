@@ -288,6 +288,21 @@ def optional_bracket_markers(header: str) -> str:
     return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
 
 
+def _args_tagged(t: Tools) -> bool:
+    return t.arguments.kind == "tagged"
+
+
+def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
+    r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
+    </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
+    name="f"/>``: SGLang's DeepSeek parsers read it): the open also takes ``/>``, and such a call closes
+    where it opened (``\G(?<=/>)`` in the close). None when the opener is no such element."""
+    m = re.match(r"<([^\s<>/=\"]+)\s", opener)
+    if not m or close != f"</{m.group(1)}>" or not open_pattern.endswith(">"):
+        return None
+    return open_pattern[:-1] + r"(?:>|\s*/>)"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -305,8 +320,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         open_pattern = "(?:" + _flex(section) + r"\s*)?" + header
     else:
         open_pattern = header
-    field: dict = {"open_pattern": space_before_tokens(open_pattern)}
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
+    self_closing = _self_closing(opener, ce, open_pattern) if _args_tagged(t) else None
+    field: dict = {"open_pattern": space_before_tokens(self_closing or open_pattern)}
     lead = SPECIAL.match(opener)
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
@@ -326,6 +342,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["close_pattern"] = "|".join(alts)
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
+    if self_closing:
+        field["close_pattern"] += r"|\G(?<=/>)"  # a self-closing call ends where it opened
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
