@@ -56,3 +56,29 @@ def test_a_bracket_name_without_arguments_is_no_call():
 ])
 def test_a_call_without_arguments_may_be_a_self_closing_element(text, calls):
     assert _calls(_parse("forced-open-tagged", text)) == calls
+
+
+def _typed(value_tags: str) -> dict:
+    text = f'<calls>\n<invoke name="f">\n{value_tags}\n</invoke>\n</calls><|turn_end|>'
+    (call,) = _calls(_parse("typed-attribute", text))
+    return call[1]
+
+
+@pytest.mark.parametrize("tags, arguments", [
+    ('<param name="n" string="false">10</param>', {"n": 10}),
+    ('<param name="xs" string="false">[1, 2]</param><param name="o" string="false">{"a": null}</param>', {"xs": [1, 2], "o": {"a": None}}),
+    ('<param name="z" string="false">null</param><param name="b" string="false">true</param>', {"z": None, "b": True}),
+    ('<param name="s" string="true">42</param>', {"s": "42"}),  # the tag says string: never typed
+    ('<param name="s" string="true">[1, 2]</param>', {"s": "[1, 2]"}),
+    ('<param name="s" string="true">\n  two spaces kept  \n</param>', {"s": "  two spaces kept  "}),  # one newline each side is the tag's
+    ('<param name="s" string="true">a > b</param>', {"s": "a > b"}),
+    ('<param name="n" string="false">not json</param>', {"n": "not json"}),  # no JSON: the text
+])
+def test_a_tag_that_says_string_or_json_types_the_value(tags, arguments):
+    """DSML's ``string="false"`` says the value is JSON: typed with no schema; ``string="true"`` keeps the text."""
+    assert _typed(tags) == arguments
+
+
+def test_a_typed_tag_cut_off_keeps_what_arrived():
+    msg = _parse("typed-attribute", '<calls>\n<invoke name="f">\n<param name="s" string="true">half a val')
+    assert _calls(msg) == [("f", {"s": "half a val"})], msg

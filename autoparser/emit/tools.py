@@ -288,6 +288,36 @@ def optional_bracket_markers(header: str) -> str:
     return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
 
 
+def _typed_by_attribute(ks: str, vs: str) -> str | None:
+    r"""The key suffix and value of a tagged argument whose tag says whether the value is a string
+    (DeepSeek's DSML: ``<parameter name="k" string="true">text</parameter>`` for a string,
+    ``string="false">`` + the value as JSON for any other): the diffs saw the suffix of a string
+    argument, so its ``true``/``false`` is the string mark and the other word marks a JSON literal
+    (``10``, ``[1, 2]``, ``null``: typed with no schema; a value that is no JSON stays text). A string
+    value is captured with the tag's own ``>`` and end tag around it, which the value parser reads as
+    string delimiters, so it comes back exactly as written, never typed; its delimiters absorb one
+    newline on each side, as models add them. ````/```` (the json parser's sentinels, which it
+    refuses) end no value. None where the suffix has no such mark or the value no end tag."""
+    m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
+    if not m or not re.fullmatch(r"</[^<>\s]+>", vs.strip()):
+        return None
+    head, word, tail = m.group(1), m.group(2), m.group(3)
+    other = "false" if word == "true" else "true"
+    end = _flex(vs.strip())
+    body = r"[^\x01\x02]*?"
+    return (_flex(head) + "(?:"
+            + rf"{word}{_flex(tail[:-1])}(?P<value>>{body}{end})"  # a string, with its delimiters
+            + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
+            + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
+            + ")")
+
+
+def _typed_value_parser(vs: str) -> dict:
+    end = vs.strip()
+    delims = [[">\n", "\n" + end], [">\n", end], [">", "\n" + end], [">", end]]
+    return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
+
+
 def _args_tagged(t: Tools) -> bool:
     return t.arguments.kind == "tagged"
 
@@ -366,8 +396,14 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         field["content"] = "xml-inline"
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
-        field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
-        warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
+        key_re = _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)"
+        typed = _typed_by_attribute(ks, vs)
+        if typed:
+            field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
+            warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
+        else:
+            field["content_args"] = {"tag_pattern": key_re + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
+            warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
 
