@@ -58,9 +58,9 @@ def test_a_call_without_arguments_may_be_a_self_closing_element(text, calls):
     assert _calls(_parse("forced-open-tagged", text)) == calls
 
 
-def _typed(value_tags: str) -> dict:
-    text = f'<calls>\n<invoke name="f">\n{value_tags}\n</invoke>\n</calls><|turn_end|>'
-    (call,) = _calls(_parse("typed-attribute", text))
+def _typed(value_tags: str, ns: str = "｜TX｜") -> dict:
+    text = f'<{ns}calls>\n<{ns}invoke name="f">\n{value_tags}\n</{ns}invoke>\n</{ns}calls><|turn_end|>'
+    (call,) = _calls(_parse("typed-attribute", text.replace("<param", f"<{ns}param").replace("</param", f"</{ns}param")))
     return call[1]
 
 
@@ -74,11 +74,19 @@ def _typed(value_tags: str) -> dict:
     ('<param name="s" string="true">a > b</param>', {"s": "a > b"}),
     ('<param name="n" string="false">not json</param>', {"n": "not json"}),  # no JSON: the text
 ])
-def test_a_tag_that_says_string_or_json_types_the_value(tags, arguments):
-    """DSML's ``string="false"`` says the value is JSON: typed with no schema; ``string="true"`` keeps the text."""
-    assert _typed(tags) == arguments
+@pytest.mark.parametrize("ns", ["｜TX｜", ""], ids=["as rendered", "token prefix left out"])
+def test_a_tag_that_says_string_or_json_types_the_value(tags, arguments, ns):
+    """DSML's ``string="false"`` says the value is JSON: typed with no schema; ``string="true"`` keeps the
+    text. Models also leave out the token prefix of the tag names (``<invoke``, ``</parameter>``)."""
+    assert _typed(tags, ns) == arguments
 
 
 def test_a_typed_tag_cut_off_keeps_what_arrived():
-    msg = _parse("typed-attribute", '<calls>\n<invoke name="f">\n<param name="s" string="true">half a val')
+    msg = _parse("typed-attribute", '<｜TX｜calls>\n<｜TX｜invoke name="f">\n<｜TX｜param name="s" string="true">half a val')
     assert _calls(msg) == [("f", {"s": "half a val"})], msg
+
+
+def test_a_section_tag_without_a_call_stays_content():
+    """The section tag without its token prefix and with no call after it is text."""
+    msg = _parse("typed-attribute", "Use the calls tag: <calls> is how it starts.<|turn_end|>")
+    assert not msg.get("tool_calls") and msg["content"] == "Use the calls tag: <calls> is how it starts.", msg

@@ -313,8 +313,12 @@ def _typed_by_attribute(ks: str, vs: str) -> str | None:
 
 
 def _typed_value_parser(vs: str) -> dict:
+    """The json value parser of ``_typed_by_attribute``; its string delimiters also come without a token
+    prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
+    ``template.optional_namespace``)."""
     end = vs.strip()
-    delims = [[">\n", "\n" + end], [">\n", end], [">", "\n" + end], [">", end]]
+    bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
+    delims = [d for e in dict.fromkeys([end, bare]) for d in ([">\n", "\n" + e], [">\n", e], [">", "\n" + e], [">", e])]
     return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
 
 
