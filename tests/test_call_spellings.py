@@ -90,3 +90,17 @@ def test_a_section_tag_without_a_call_stays_content():
     """The section tag without its token prefix and with no call after it is text."""
     msg = _parse("typed-attribute", "Use the calls tag: <calls> is how it starts.<|turn_end|>")
     assert not msg.get("tool_calls") and msg["content"] == "Use the calls tag: <calls> is how it starts.", msg
+
+
+CALL = "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>"
+
+
+@pytest.mark.parametrize("text, content", [
+    (f"<tool_call>\n{CALL}\n</tool_call><|im_end|>", ""),  # as rendered
+    (f"{CALL}<|im_end|>", ""),  # no wrapper at all
+    (f"Let me check.\n{CALL}\n</tool_call><|im_end|>", "Let me check."),  # the opening wrapper lost
+    (f"<tool_call>\n{CALL}\n<tool_call>\n{CALL}\n</tool_call>", ""),  # the first call's end tag lost
+])
+def test_the_wrapper_around_a_function_element_may_be_left_out(text, content):
+    msg = _parse("function-in-wrapper", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] * text.count("<function=") and (msg.get("content") or "").strip() == content, msg

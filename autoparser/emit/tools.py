@@ -337,6 +337,31 @@ def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
     return open_pattern[:-1] + r"(?:>|\s*/>)"
 
 
+def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | None]:
+    r"""A per-call opener made of a wrapper marker and an element that names the call (``<tool_call>
+
+    <function=f>`` … ``</function>
+</tool_call>``): the wrapper may be left out, the element opening the
+    call on its own (Qwen3-Coder models write ``<function=f>…</function>`` bare, or lose the opening
+    ``<tool_call>``; vLLM's parser reads both). (header, close pattern) with the wrapper and its end tag
+    optional; the header unchanged (and None) where the opener is no such pair."""
+    m = MARKER.match(opener)
+    rest = opener[m.end():].lstrip() if m else ""
+    if not m or not rest or markers(rest) or not re.match(r"<[A-Za-z_][\w:]*=", rest):
+        return header, None
+    wrapper = m.group(0)
+    end = "</" + wrapper[1:] if wrapper.startswith("<") and not wrapper.startswith("</") else ""
+    lit = _flex(wrapper)
+    if not end or not close.endswith(end) or not header.startswith(lit):
+        return header, None
+    inner = close[: -len(end)].rstrip()
+    tail = re.sub(r"^(?:\\s\*|\\s\{0,64\}|\\n)+", "", header[len(lit):])
+    # The end tag is taken when it follows; a stream cut inside it waits for the rest (else the call would
+    # close before it and leave it to content).
+    cuts = "|".join(esc(end[:k]) for k in range(len(end) - 1, 0, -1))
+    return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cuts})\Z))"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -346,6 +371,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if t.arguments.kind == "json":
         header = optional_bracket_markers(header)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
+    header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header) if not section else (header, None)
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
         alts = [_flex(section)] + ([re.escape(t.call_separator)] if t.call_separator.strip() else [])
@@ -363,7 +389,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         # ends where the next call's token begins (Kimi K2 Thinking).
         field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
-        field["close_pattern"] = then_space(_flex(ce))
+        field["close_pattern"] = then_space(wrapper_close or _flex(ce))
     else:
         # No close marker: a call ends where the next call (after its separator), the section's end,
         # another field, or the turn's end begins.
