@@ -104,3 +104,19 @@ CALL = "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</functio
 def test_the_wrapper_around_a_function_element_may_be_left_out(text, content):
     msg = _parse("function-in-wrapper", text)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] * text.count("<function=") and (msg.get("content") or "").strip() == content, msg
+
+
+@pytest.mark.parametrize("text, content", [
+    ('```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```<|/turn|>', ""),
+    ('```\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```', ""),
+    ('Let me check.\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```', "Let me check."),
+])
+def test_a_bare_json_call_may_stand_in_a_markdown_fence(text, content):
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and (msg.get("content") or "").strip() == content, msg
+
+
+def test_a_fence_holding_other_json_stays_content():
+    text = 'Here:\n```json\n{"city": "Paris"}\n```'
+    msg = _parse("json-bare", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg

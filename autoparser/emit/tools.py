@@ -157,9 +157,13 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         # A lead the model may write before such a call (``call_lead``: set by a workaround, e.g. Llama 3.1's
         # ``<|python_tag|>``, which its template writes only before built-in tool calls) is taken by the open.
         lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
-        field["open_pattern"] = first + r"\s*" + lead + (rf"(?={obj})" if not t.array_wrapped else rf"(?=\[\s*{obj})")
+        # Models wrap a bare JSON call in a markdown fence (```` ```json ````), as they do any JSON; the
+        # families' parsers read it (vLLM's xLAM parser): the open takes the fence, the close its end.
+        # The fence is a marker of its own: a fenced call may also follow content.
+        shape = rf"(?={obj})" if not t.array_wrapped else rf"(?=\[\s*{obj})"
+        field["open_pattern"] = rf"(?:{first}\s*{lead}{FENCE_OPEN}|{FENCE})" + shape
         warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply" + (" or right after the reasoning" if reasoning_end else ""))
-    closes = [end] if end else ends
+    closes = [end] if end else ends + (["```"] if not start else [])
     if closes:
         field["close_pattern"] = then_space(*literals(closes))
     if not end and start and not t.array_wrapped:
@@ -173,6 +177,10 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         field["transform_each"] = True
     field["transform"] = transform
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
+
+
+FENCE = r"```(?:json)?[ \t]*\n?\s*"  # a markdown fence before a bare JSON call
+FENCE_OPEN = rf"(?:{FENCE})?"
 
 
 def _call_head(t: Tools) -> tuple[str, str]:
