@@ -304,7 +304,7 @@ def _typed_by_attribute(ks: str, vs: str) -> str | None:
     (``10``, ``[1, 2]``, ``null``: typed with no schema; a value that is no JSON stays text). A string
     value is captured with the tag's own ``>`` and end tag around it, which the value parser reads as
     string delimiters, so it comes back exactly as written, never typed; its delimiters absorb one
-    newline on each side, as models add them. ````/```` (the json parser's sentinels, which it
+    newline on each side, as models add them. ``\x01``/``\x02`` (the json parser's sentinels, which it
     refuses) end no value. None where the suffix has no such mark or the value no end tag."""
     m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
     if not m or not re.fullmatch(r"</[^<>\s]+>", vs.strip()):
