@@ -120,3 +120,52 @@ def test_a_fence_holding_other_json_stays_content():
     text = 'Here:\n```json\n{"city": "Paris"}\n```'
     msg = _parse("json-bare", text)
     assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+WEATHER = ("get_weather", {"city": "Paris"})
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}}<|/turn|>', [WEATHER], ""),  # as rendered
+    ('{"name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER], ""),  # the other key
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "get_time", "arguments": {}}', [WEATHER, ("get_time", {})], ""),
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}}\n{"name": "get_time", "parameters": {}}', [WEATHER, ("get_time", {})], ""),
+    ('{"name": "get_weather", "parameters": {"city": "Paris"}} Done.', [WEATHER], "Done."),  # text after the call
+    ('{"name": "run", "parameters": {"code": "if x { y } else { z }", "n": {"a": [1, {"b": 2}]}}}',
+     [("run", {"code": "if x { y } else { z }", "n": {"a": [1, {"b": 2}]}})], ""),  # braces in strings, nesting
+])
+def test_bare_json_calls_under_either_arguments_key(text, calls, content):
+    """The arguments of a bare JSON call come under ``parameters`` or ``arguments`` whichever the template
+    writes; several calls come separated by ``;`` or a newline (vLLM's and SGLang's Llama 3 parsers)."""
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "get_weather", "arguments": {"city": "Par',  # cut off: no call, the text stays
+    'See {"name": "get_weather", "arguments": {"city": "Paris"}}',  # after prose: content
+])
+def test_a_bare_json_call_that_is_not_one_stays_content(text):
+    msg = _parse("json-bare", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+@pytest.mark.parametrize("text, n", [
+    ('<|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|eot_id|>', 1),
+    ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', 2),
+])
+def test_llama32_python_tag_before_json_calls(text, n):
+    """workarounds/llama3-python-tag.json: Llama 3.2 writes ``<|python_tag|>`` before a JSON call (and
+    between calls) though its template never does."""
+    from conftest import corpus_template
+
+    src = corpus_template("meta-llama-Llama-3.2-3B-Instruct")
+    tokens = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+    template = autoparser.infer_result(src, tokens).template
+    prefix = generation_prompt(src, tokens)
+    one = parse_response(text, template, prefix=prefix)
+    p = ResponseParser(template, prefix=prefix)
+    for i in range(0, len(text), 3):
+        p.feed(text[i : i + 3])
+    assert p.finalize()[0] == one
+    assert _calls(one) == [WEATHER] * n and not one.get("content"), one

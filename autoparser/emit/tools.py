@@ -140,6 +140,8 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     transform = _call_transform(dotted(t.name_path), dotted(t.args_path), dotted(t.id_path) if t.id_path else None)
     if t.shared_start and not start:
         return _bare_json_run(t, ends, reasoning_end)
+    if not start and not t.shared_start and not t.array_wrapped and _any_args_key(t):
+        return _bare_json_calls(t, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
     field: dict = {}
@@ -211,6 +213,57 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     warnings = [f"calls share one opener; each is read as {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} in that key order"]
     if "," in t.call_separator:
         warnings.append(f"calls are split where '}}{t.call_separator}{{\"{t.name_path[0]}\":' follows, which an argument array of objects can also hold")
+    return field, warnings
+
+
+ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's arguments key
+
+
+def _any_args_key(t: Tools) -> bool:
+    """A bare call object written ``{"name": …, "parameters"|"arguments": …}``: name first, no id, no dialect."""
+    return (t.name_path == ("name",) and t.first_key == "name" and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
+            and not t.id_path and not t.name_is_key and not t.arguments.string_delims and not t.arguments.unquoted_keys)
+
+
+def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]]:
+    r"""A bare JSON call object with no marker (``{"name": "f", "parameters": {…}}``), read as the family's
+    parsers read it (vLLM's and SGLang's Llama 3 JSON parsers): the arguments under either key,
+    ``parameters`` or ``arguments`` (the template writes one; models write both), and several calls one
+    after another separated by ``;`` or whitespace. The transform can name only one key, so each call
+    opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``) once the whole
+    object is balanced (a call cut off stays content), its body is the arguments, and it closes on the
+    object's ``}`` right after the arguments' value, with the separator when another call follows; text
+    after it is content. The close stands on the value's end two ways: after a balanced match (``\G``
+    value ``\K``) and on the value's last ``}``/``]`` (``\G(?<=[}\]])``), which is where a stream holding
+    the close pending resumes and where transformers 5.24 re-matches to see that the close is final.
+    The first call stands at the reply's start (or after the reasoning, or after a markdown fence); a
+    later one only when everything before it is such calls."""
+    name_key = re.escape(t.name_path[0])
+    keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
+    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
+    sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
+    starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
+    first = ("(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]) + r"\s*"
+    lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
+    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
+    later = rf"(?<=\}}{sep})(?<={first}{lead}{FENCE_OPEN}(?:{obj}{sep})+)"
+    define = _Dialect().define(grammar=False)
+    # The separator is taken whether or not a call follows (a stream cannot wait to know); a stream cut inside
+    # the lead or a fence's end waits for the rest, which would otherwise be left to content.
+    cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
+    tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
+    field = {
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{FENCE}|{later})(?=(?&jb)){head}" + define,
+        "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
+        "repeats": True,
+        "content": "json",
+        "content_args": {"allow_non_json": True},
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    other = " or ".join(repr(k) for k in ARGS_KEYS if k != t.args_path[0])
+    warnings = [f"tool calls have no marker: calls {{\"name\": …, \"{t.args_path[0]}\": …}} (or {other}) are recognised only at the very start of the reply"
+                + (" or right after the reasoning" if reasoning_end else "") + ", one after another separated by ';' or whitespace"]
     return field, warnings
 
 
