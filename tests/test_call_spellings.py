@@ -169,3 +169,11 @@ def test_llama32_python_tag_before_json_calls(text, n):
         p.feed(text[i : i + 3])
     assert p.finalize()[0] == one
     assert _calls(one) == [WEATHER] * n and not one.get("content"), one
+
+
+@pytest.mark.parametrize("header", ["tools.get_weather:0", "get_weather:0"])
+def test_the_namespace_before_a_call_name_may_be_left_out(header):
+    """``tools.f:0`` where models also write ``f:0`` (Kimi K2's ``functions.`` prefix, which vLLM's parser
+    does without)."""
+    msg = _parse("prefixed-indexed", f'<|calls|><|call|>{header}<|args|>{{"city": "Paris"}}<|/call|><|/calls|>')
+    assert _calls(msg) == [WEATHER], msg

@@ -431,6 +431,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
     if t.arguments.kind == "json":
         header = optional_bracket_markers(header)
+    # A namespace glued to the name with a dot (Kimi's ``functions.f:0``) may be left out: models write
+    # ``f:0`` too (vLLM's Kimi K2 parser reads it); the name is what follows the dot when there is one.
+    header = re.sub(r"(?<![\w\\])([A-Za-z_]\w*)\\\.\(\?P<name>", r"(?:\1\\.)?(?P<name>", header, count=1)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header) if not section else (header, None)
     if section and not _tag_like(opener):
