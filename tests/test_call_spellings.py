@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import transformers
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 import autoparser
@@ -16,7 +17,9 @@ from autoparser.cli.parse import generation_prompt
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
-def _parse(name: str, text: str, tools: list | None = None) -> dict:
+def _parse(name: str, text: str, tools: list | None = None, streamed=None) -> dict:
+    """One-shot; streamed in chunks of 1, 3 and 7 characters, each must give the same message (or
+    ``streamed(message, one_shot)`` must hold)."""
     src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
     template = autoparser.infer_result(src).template
     prefix = generation_prompt(src)
@@ -25,8 +28,12 @@ def _parse(name: str, text: str, tools: list | None = None) -> dict:
         p = ResponseParser(template, prefix=prefix, tools=tools)
         for i in range(0, len(text), size):
             p.feed(text[i : i + size])
-        assert p.finalize()[0] == one, (name, text, size)
+        got = p.finalize()[0]
+        assert (streamed or (lambda a, b: a == b))(got, one), (name, text, size, got)
     return one
+
+
+TRANSFORMERS_523 = transformers.__version__.startswith("5.23")
 
 
 def _calls(msg: dict) -> list[tuple[str, dict]]:
@@ -109,11 +116,25 @@ def test_the_wrapper_around_a_function_element_may_be_left_out(text, content):
 @pytest.mark.parametrize("text, content", [
     ('```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```<|/turn|>', ""),
     ('```\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```', ""),
-    ('Let me check.\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```', "Let me check."),
 ])
 def test_a_bare_json_call_may_stand_in_a_markdown_fence(text, content):
-    msg = _parse("json-bare", text)
+    """transformers 5.23 commits a call's close at its value's end while a stream's next characters are still
+    to come, so streamed there the fence's end arrives in content (kept: nothing came before the call);
+    5.24 waits for it."""
+    def streamed(got, one):
+        if TRANSFORMERS_523:
+            return got["tool_calls"] == one["tool_calls"] and (got.get("content") or "").replace("```", "").strip() == content
+        return got == one
+
+    msg = _parse("json-bare", text, streamed=streamed)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] and (msg.get("content") or "").strip() == content, msg
+
+
+def test_a_fenced_call_after_text_stays_content():
+    """Only at the reply's start: after text a fenced call is content (see FORMATS.md §7b)."""
+    text = 'Let me check.\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```'
+    msg = _parse("json-bare", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
 
 
 def test_a_fence_holding_other_json_stays_content():

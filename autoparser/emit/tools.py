@@ -161,9 +161,11 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
         # Models wrap a bare JSON call in a markdown fence (```` ```json ````), as they do any JSON; the
         # families' parsers read it (vLLM's xLAM parser): the open takes the fence, the close its end.
-        # The fence is a marker of its own: a fenced call may also follow content.
+        # Only at the reply's start, as the bare call: after content, transformers 5.23 streamed would close
+        # the call before the fence's end arrives, and that end, reopening content, would replace the text
+        # before the call.
         shape = rf"(?={obj})" if not t.array_wrapped else rf"(?=\[\s*{obj})"
-        field["open_pattern"] = rf"(?:{first}\s*{lead}{FENCE_OPEN}|{FENCE})" + shape
+        field["open_pattern"] = first + r"\s*" + lead + FENCE_OPEN + shape
         warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply" + (" or right after the reasoning" if reasoning_end else ""))
     closes = [end] if end else ends + (["```"] if not start else [])
     if closes:
@@ -181,8 +183,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
 
 
-FENCE = r"```(?:json)?[ \t]*\n?\s*"  # a markdown fence before a bare JSON call
-FENCE_OPEN = rf"(?:{FENCE})?"
+FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare JSON call
 
 
 def _call_head(t: Tools) -> tuple[str, str]:
@@ -254,7 +255,7 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]
     cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
     tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{FENCE}|{later})(?=(?&jb)){head}" + define,
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later})(?=(?&jb)){head}" + define,
         "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
         "repeats": True,
         "content": "json",
