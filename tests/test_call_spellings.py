@@ -198,3 +198,12 @@ def test_the_namespace_before_a_call_name_may_be_left_out(header):
     does without)."""
     msg = _parse("prefixed-indexed", f'<|calls|><|call|>{header}<|args|>{{"city": "Paris"}}<|/call|><|/calls|>')
     assert _calls(msg) == [WEATHER], msg
+
+
+@pytest.mark.parametrize("value", ['string="true">a <br/> b', 'string="false">{"<br/>": [1, "x/>"]}'])
+def test_a_self_closing_mark_inside_an_argument_ends_no_call(value):
+    """Only the self-closed call element ends a call where it opened: a ``/>`` inside an argument is text,
+    also where a stream resumes right after it (the fuzz round trip found ``"<br/>"`` in a key)."""
+    text = f'<｜TX｜calls>\n<｜TX｜invoke name="f">\n<｜TX｜param name="k" {value}</｜TX｜param>\n</｜TX｜invoke>\n</｜TX｜calls>'
+    expected = {"k": "a <br/> b"} if "true" in value else {"k": {"<br/>": [1, "x/>"]}}
+    assert _calls(_parse("typed-attribute", text)) == [("f", expected)]

@@ -392,7 +392,8 @@ def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
     r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
     </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
     name="f"/>``: SGLang's DeepSeek parsers read it): the open also takes ``/>``, and such a call closes
-    where it opened (``\G(?<=/>)`` in the close). None when the opener is no such element."""
+    where it opened (``\G`` right after the self-closed element, in the close). None when the opener is
+    no such element."""
     m = re.match(r"<([^\s<>/=\"]+)\s", opener)
     if not m or close != f"</{m.group(1)}>" or not open_pattern.endswith(">"):
         return None
@@ -468,7 +469,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
     if self_closing:
-        field["close_pattern"] += r"|\G(?<=/>)"  # a self-closing call ends where it opened
+        # A self-closing call ends where it opened: right after the element itself, never after any ``/>``
+        # (``"<br/>"`` in an argument, where a stream may have resumed).
+        element = space_before_tokens(re.sub(r"\(\?P<\w+>", "(?:", header[:-1]))
+        field["close_pattern"] += rf"|\G(?<={element}\s*/>)"
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
