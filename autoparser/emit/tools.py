@@ -140,6 +140,8 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     transform = _call_transform(dotted(t.name_path), dotted(t.args_path), dotted(t.id_path) if t.id_path else None)
     if t.shared_start and not start:
         return _bare_json_run(t, ends, reasoning_end)
+    if not start and not t.shared_start and not t.array_wrapped and _any_args_key(t):
+        return _bare_json_calls(t, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
     field: dict = {}
@@ -157,9 +159,15 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         # A lead the model may write before such a call (``call_lead``: set by a workaround, e.g. Llama 3.1's
         # ``<|python_tag|>``, which its template writes only before built-in tool calls) is taken by the open.
         lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
-        field["open_pattern"] = first + r"\s*" + lead + (rf"(?={obj})" if not t.array_wrapped else rf"(?=\[\s*{obj})")
+        # Models wrap a bare JSON call in a markdown fence (```` ```json ````), as they do any JSON; the
+        # families' parsers read it (vLLM's xLAM parser): the open takes the fence, the close its end.
+        # Only at the reply's start, as the bare call: after content, transformers 5.23 streamed would close
+        # the call before the fence's end arrives, and that end, reopening content, would replace the text
+        # before the call.
+        shape = rf"(?={obj})" if not t.array_wrapped else rf"(?=\[\s*{obj})"
+        field["open_pattern"] = first + r"\s*" + lead + FENCE_OPEN + shape
         warnings.append("tool calls have no marker: a call is recognised only at the very start of the reply" + (" or right after the reasoning" if reasoning_end else ""))
-    closes = [end] if end else ends
+    closes = [end] if end else ends + (["```"] if not start else [])
     if closes:
         field["close_pattern"] = then_space(*literals(closes))
     if not end and start and not t.array_wrapped:
@@ -173,6 +181,9 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         field["transform_each"] = True
     field["transform"] = transform
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
+
+
+FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare JSON call
 
 
 def _call_head(t: Tools) -> tuple[str, str]:
@@ -203,6 +214,57 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     warnings = [f"calls share one opener; each is read as {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} in that key order"]
     if "," in t.call_separator:
         warnings.append(f"calls are split where '}}{t.call_separator}{{\"{t.name_path[0]}\":' follows, which an argument array of objects can also hold")
+    return field, warnings
+
+
+ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's arguments key
+
+
+def _any_args_key(t: Tools) -> bool:
+    """A bare call object written ``{"name": …, "parameters"|"arguments": …}``: name first, no id, no dialect."""
+    return (t.name_path == ("name",) and t.first_key == "name" and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
+            and not t.id_path and not t.name_is_key and not t.arguments.string_delims and not t.arguments.unquoted_keys)
+
+
+def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]]:
+    r"""A bare JSON call object with no marker (``{"name": "f", "parameters": {…}}``), read as the family's
+    parsers read it (vLLM's and SGLang's Llama 3 JSON parsers): the arguments under either key,
+    ``parameters`` or ``arguments`` (the template writes one; models write both), and several calls one
+    after another separated by ``;`` or whitespace. The transform can name only one key, so each call
+    opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``) once the whole
+    object is balanced (a call cut off stays content), its body is the arguments, and it closes on the
+    object's ``}`` right after the arguments' value, with the separator when another call follows; text
+    after it is content. The close stands on the value's end two ways: after a balanced match (``\G``
+    value ``\K``) and on the value's last ``}``/``]`` (``\G(?<=[}\]])``), which is where a stream holding
+    the close pending resumes and where transformers 5.24 re-matches to see that the close is final.
+    The first call stands at the reply's start (or after the reasoning, or after a markdown fence); a
+    later one only when everything before it is such calls."""
+    name_key = re.escape(t.name_path[0])
+    keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
+    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
+    sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
+    starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
+    first = ("(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]) + r"\s*"
+    lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
+    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
+    later = rf"(?<=\}}{sep})(?<={first}{lead}{FENCE_OPEN}(?:{obj}{sep})+)"
+    define = _Dialect().define(grammar=False)
+    # The separator is taken whether or not a call follows (a stream cannot wait to know); a stream cut inside
+    # the lead or a fence's end waits for the rest, which would otherwise be left to content.
+    cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
+    tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
+    field = {
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later})(?=(?&jb)){head}" + define,
+        "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
+        "repeats": True,
+        "content": "json",
+        "content_args": {"allow_non_json": True},
+        "transform": _call_transform("{name}", "{content}", None),
+    }
+    other = " or ".join(repr(k) for k in ARGS_KEYS if k != t.args_path[0])
+    warnings = [f"tool calls have no marker: calls {{\"name\": …, \"{t.args_path[0]}\": …}} (or {other}) are recognised only at the very start of the reply"
+                + (" or right after the reasoning" if reasoning_end else "") + ", one after another separated by ';' or whitespace"]
     return field, warnings
 
 
@@ -260,13 +322,122 @@ def space_before_tokens(pattern: str) -> str:
     return "".join(out)
 
 
+_BRACKET_UNIT = re.compile(r"\\\[[A-Z][A-Z_]*\\\]|\\s(?:\*|\{0,64\})|\(\?P<id>\[\^\\s<>\\\[\\\]\]\*\?\)")
+
+
+def optional_bracket_markers(header: str) -> str:
+    r"""Bracket markers between a call's name and its JSON arguments (``[TOOL_CALLS]f[CALL_ID]x[ARGS]{…}``)
+    may each be left out, an id marker with its id: Mistral-format models write ``f[ARGS]{…}`` where the
+    template writes an id, and tokenizers that drop control tokens from the text leave ``f{…}`` (the
+    family's own parsers read both). Only where the text after the name is nothing but such markers,
+    whitespace and an id; without its last marker the arguments' ``{`` must follow the name."""
+    m = re.search(r"\(\?P<name>(?:[^()\\]|\\.)*\)", header)
+    if not m:
+        return header
+    tail = header[m.end():]
+    parts = _BRACKET_UNIT.findall(tail)
+    if "".join(parts) != tail or not any(p.startswith("\\[") for p in parts):
+        return header
+    lead, units = "", []
+    for p in parts:
+        if p.startswith("\\["):
+            units.append(p)
+        elif units:
+            units[-1] += p
+        else:
+            lead += p
+    *first, last = units
+    return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
+
+
+def _typed_by_attribute(ks: str, vs: str) -> str | None:
+    r"""The key suffix and value of a tagged argument whose tag says whether the value is a string
+    (DeepSeek's DSML: ``<parameter name="k" string="true">text</parameter>`` for a string,
+    ``string="false">`` + the value as JSON for any other): the diffs saw the suffix of a string
+    argument, so its ``true``/``false`` is the string mark and the other word marks a JSON literal
+    (``10``, ``[1, 2]``, ``null``: typed with no schema; a value that is no JSON stays text). A string
+    value is captured with the tag's own ``>`` and end tag around it, which the value parser reads as
+    string delimiters, so it comes back exactly as written, never typed; its delimiters absorb one
+    newline on each side, as models add them. ``\x01``/``\x02`` (the json parser's sentinels, which it
+    refuses) end no value. None where the suffix has no such mark or the value no end tag."""
+    m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
+    if not m or not re.fullmatch(r"</[^<>\s]+>", vs.strip()):
+        return None
+    head, word, tail = m.group(1), m.group(2), m.group(3)
+    other = "false" if word == "true" else "true"
+    end = _flex(vs.strip())
+    body = r"[^\x01\x02]*?"
+    return (_flex(head) + "(?:"
+            + rf"{word}{_flex(tail[:-1])}(?P<value>>{body}{end})"  # a string, with its delimiters
+            + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
+            + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
+            + ")")
+
+
+def _typed_value_parser(vs: str) -> dict:
+    """The json value parser of ``_typed_by_attribute``; its string delimiters also come without a token
+    prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
+    ``template.optional_namespace``)."""
+    end = vs.strip()
+    bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
+    delims = [d for e in dict.fromkeys([end, bare]) for d in ([">\n", "\n" + e], [">\n", e], [">", "\n" + e], [">", e])]
+    return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
+
+
+def _args_tagged(t: Tools) -> bool:
+    return t.arguments.kind == "tagged"
+
+
+def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
+    r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
+    </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
+    name="f"/>``: SGLang's DeepSeek parsers read it): the open also takes ``/>``, and such a call closes
+    where it opened (``\G`` right after the self-closed element, in the close). None when the opener is
+    no such element."""
+    m = re.match(r"<([^\s<>/=\"]+)\s", opener)
+    if not m or close != f"</{m.group(1)}>" or not open_pattern.endswith(">"):
+        return None
+    return open_pattern[:-1] + r"(?:>|\s*/>)"
+
+
+def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | None]:
+    r"""A per-call opener made of a wrapper marker and an element that names the call (``<tool_call>
+
+    <function=f>`` … ``</function>
+</tool_call>``): the wrapper may be left out, the element opening the
+    call on its own (Qwen3-Coder models write ``<function=f>…</function>`` bare, or lose the opening
+    ``<tool_call>``; vLLM's parser reads both). (header, close pattern) with the wrapper and its end tag
+    optional; the header unchanged (and None) where the opener is no such pair."""
+    m = MARKER.match(opener)
+    rest = opener[m.end():].lstrip() if m else ""
+    if not m or not rest or markers(rest) or not re.match(r"<[A-Za-z_][\w:]*=", rest):
+        return header, None
+    wrapper = m.group(0)
+    end = "</" + wrapper[1:] if wrapper.startswith("<") and not wrapper.startswith("</") else ""
+    lit = _flex(wrapper)
+    if not end or not close.endswith(end) or not header.startswith(lit):
+        return header, None
+    inner = close[: -len(end)].rstrip()
+    tail = re.sub(r"^(?:\\s\*|\\s\{0,64\}|\\n)+", "", header[len(lit):])
+    # The end tag is taken when it follows; a stream cut inside it waits for the rest (else the call would
+    # close before it and leave it to content).
+    cuts = "|".join(esc(end[:k]) for k in range(len(end) - 1, 0, -1))
+    return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cuts})\Z))"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
     # An id the caller writes in history may be left out by the model: the call still parses (``"id": ""``).
     header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
+    if t.arguments.kind == "json":
+        header = optional_bracket_markers(header)
+    # A namespace glued to the name with a dot (Kimi's ``functions.f:0``) may be left out: models write
+    # ``f:0`` too (vLLM's Kimi K2 parser reads it); the name is what follows the dot when there is one.
+    header = re.sub(r"(?<![\w\\])([A-Za-z_]\w*)\\\.\(\?P<name>", r"(?:\1\\.)?(?P<name>", header, count=1)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
+    header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header) if not section else (header, None)
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
         alts = [_flex(section)] + ([re.escape(t.call_separator)] if t.call_separator.strip() else [])
@@ -275,15 +446,16 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         open_pattern = "(?:" + _flex(section) + r"\s*)?" + header
     else:
         open_pattern = header
-    field: dict = {"open_pattern": space_before_tokens(open_pattern)}
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
+    self_closing = _self_closing(opener, ce, open_pattern) if _args_tagged(t) else None
+    field: dict = {"open_pattern": space_before_tokens(self_closing or open_pattern)}
     lead = SPECIAL.match(opener)
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
         # ends where the next call's token begins (Kimi K2 Thinking).
         field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
-        field["close_pattern"] = then_space(_flex(ce))
+        field["close_pattern"] = then_space(wrapper_close or _flex(ce))
     else:
         # No close marker: a call ends where the next call (after its separator), the section's end,
         # another field, or the turn's end begins.
@@ -296,6 +468,11 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["close_pattern"] = "|".join(alts)
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
+    if self_closing:
+        # A self-closing call ends where it opened: right after the element itself, never after any ``/>``
+        # (``"<br/>"`` in an argument, where a stream may have resumed).
+        element = space_before_tokens(re.sub(r"\(\?P<\w+>", "(?:", header[:-1]))
+        field["close_pattern"] += rf"|\G(?<={element}\s*/>)"
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
@@ -318,8 +495,14 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         field["content"] = "xml-inline"
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
-        field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
-        warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
+        key_re = _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)"
+        typed = _typed_by_attribute(ks, vs)
+        if typed:
+            field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
+            warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
+        else:
+            field["content_args"] = {"tag_pattern": key_re + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
+            warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
 
