@@ -656,7 +656,11 @@ def never_raises(field: dict) -> dict:
     # the opener itself ends with one, the shape is checked again (after the balanced check, so once).
     opener = _open_regex(field)
     ends_value = bool(re.search(r"\\[\]}]\)?$", opener))
-    check, start = (rf"(?={shape})", "") if ends_value else ("", r"(?<![}\]])")
+    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    # A value starts right after the opener, or where no value ended: after a value's ``}``/``]`` the
+    # region's own value is over (a second value glued to it is content, not part of the region).
+    check, start = ((rf"(?={shape})", rf"(?:(?<![}}\]])|(?<={bare_opener}))") if ends_value
+                    else ("", r"(?<![}\]])"))
     value = (rf"\G{start}(?=\s*+(?&jb)(?:{follows})){check}\s*+(?&jb)\K"
              + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else ""))
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
@@ -669,10 +673,9 @@ def never_raises(field: dict) -> dict:
     # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
     # follows a ``}`` or ``]``, and not the open's own: a stream may have flushed the value into the region
     # while the close was pending, and then only ``\G`` alternatives are left to end it).
-    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
     own = f"(?<!{bare_opener})" if ends_value else ""
-    after_cut = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))" if cut else ""
-    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + dialect.define(grammar=ends_value)
+    after_value = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))"
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_value + dialect.define(grammar=ends_value)
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
