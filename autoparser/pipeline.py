@@ -21,7 +21,7 @@ from .errors import AnalysisError, AutoparserError, VerificationError, without_f
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
 from .verify import roundtrip
-from .verify.verdict import describe, settle
+from .verify.verdict import describe, lossy, settle
 
 @dataclass(frozen=True)
 class Result:
@@ -111,6 +111,8 @@ def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_di
         warnings = warnings if reduced_warnings is None else reduced_warnings
         if verdict["status"] == "degraded":
             warnings.append(describe(verdict))
+        if lossy(verdict):
+            warnings.append(lossy(verdict))
     for name in ("bos_token", "eos_token"):
         if not (special_tokens or {}).get(name) and _spells(chat_template, name):
             warnings.append(f"the template reads {name}, which was not given, so it rendered empty; markers it writes may be missing (CLI: --token {name}=...)")

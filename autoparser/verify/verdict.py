@@ -24,7 +24,7 @@ import dataclasses
 from ..analysis.model import Analysis, Reasoning, Tools
 from ..emit import emit
 from ..errors import VerificationError
-from . import realistic
+from . import realistic, written
 from .roundtrip import FIELD_NAMES, capabilities, capability, rejudge_uncovered, template_fields, verify
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
@@ -175,6 +175,12 @@ def _unparsed(report) -> list[str]:
     """Fields the template renders (some case expects them) that the response_template does not parse."""
     seen = {FIELD_NAMES[k] for c in report.cases for k in c.expected}
     return [f for f in FIELDS if f in seen and f not in report.fields]
+
+
+def lossy(verdict: dict | None) -> str | None:
+    """The limit a template whose history renders calls lossily keeps its tool_calls field with
+    (``verify.written``), said once as a warning: real outputs written as that history is would lose calls."""
+    return next((x for x in (verdict or {}).get("limits") or [] if x.startswith(written.LOSSY)), None)
 
 
 def describe(verdict: dict | None) -> str:
