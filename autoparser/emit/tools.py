@@ -398,7 +398,10 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     warnings = ["pythonic True/False/None come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
     name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
     sec, sec_end = t.section_start.strip(), t.section_end.strip()
-    sep = _flex(t.call_separator) if t.call_separator.strip() else r"\s*,\s*"
+    # Calls one per line (the template's separator is whitespace: OLMo 3, MiniCPM 3) are written so by
+    # models too, or as a Python list with commas; a comma alone is what a list literal allows.
+    raw = t.call_separator
+    sep = _flex(raw) if raw.strip() else (r"(?:\s*,\s*|\s+)" if raw else r"\s*,\s*")
     close = re.escape(t.call_end)
     if sec:
         inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
