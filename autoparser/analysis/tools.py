@@ -280,6 +280,9 @@ def _tail_pattern(header_pattern: str, literal_tail: str) -> str:
 
 # ------------------------------------------------------------------------------------------ pythonic
 _PY_CALL = re.compile(r"(?P<open>\()\s*(?P<key>\w+)(?P<eq>\s*=\s*)(?P<q>['\"])(?P<val>[^'\"]*)(?P=q)\s*(?P<close>\))")
+# A template that prints values with ``{{ v }}`` writes strings unquoted (``f(city=Paris)``, Llama 3.2's and
+# ToolACE's own templates): still Python call syntax, whose strings a model writes quoted.
+_PY_CALL_BARE = re.compile(r"(?P<open>\()\s*(?P<key>\w+)(?P<eq>\s*=\s*)(?P<q>)(?P<val>[^'\",()\s]+)\s*(?P<close>\))")
 
 
 def _pythonic(one, two, turn, log) -> Tools | None:
@@ -288,13 +291,16 @@ def _pythonic(one, two, turn, log) -> Tools | None:
     the renderings: section markers around the calls, the separator between them, and the one
     between arguments (second call of the two-call rendering)."""
     n1 = one.find(FN_A)
+    call_re = _PY_CALL
     m = _PY_CALL.match(one, n1 + len(FN_A))
+    if not m:
+        call_re, m = _PY_CALL_BARE, _PY_CALL_BARE.match(one, n1 + len(FN_A))
     if not m or m["key"] != ARG_A or m["val"] != VAL_A:
         return None
     section_start, section_end = one[:n1], one[m.end() :]
     sep = arg_sep = ""
     if two and FN_B in two:
-        a1 = _PY_CALL.match(two, two.find(FN_A) + len(FN_A))
+        a1 = call_re.match(two, two.find(FN_A) + len(FN_A))
         b = two.find(FN_B)
         if not a1 or not two.startswith(section_start) or not two.endswith(section_end):
             return None
@@ -303,7 +309,7 @@ def _pythonic(one, two, turn, log) -> Tools | None:
         v1 = two.find(VAL_B, b)
         if k2 < 0 or v1 < 0:
             return None
-        arg_sep = two[v1 + len(VAL_B) + 1 : k2]  # after the closing quote
+        arg_sep = two[v1 + len(VAL_B) + len(m["q"]) : k2]  # after the closing quote
     for e in turn.end_markers:
         if e in section_end:
             section_end = section_end[: section_end.find(e)]
@@ -317,7 +323,7 @@ def _pythonic(one, two, turn, log) -> Tools | None:
         call_end=m["close"],
         call_separator=sep,
         header_pattern=r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(m["open"]),
-        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep, string_delims=((m["q"], m["q"]),)),
+        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep, string_delims=((m["q"], m["q"]),) if m["q"] else ()),
     )
     log.append(f"T3-T7 pythonic calls -> {t}")
     return t
@@ -349,7 +355,9 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
     # A dialect with ' string delimiters reads ['a'] and {'k': 'a'}.
-    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.python_values
+    # Unquoted pythonic values (``{{ v }}``) are read by their spelling, Python-quoted lists and dicts included.
+    unquoted = t.family == "pythonic" and not t.arguments.string_delims and not t.arguments.json_values
+    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.python_values or unquoted
     if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
     if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
