@@ -192,10 +192,12 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
     opener = "|".join(literals(_openers(t, start)))
     end = t.call_end.strip()
-    finals = [esc(end)] if end else [esc(e) for e in ends] + [r"\Z"]
+    # The run's closer (``</tool_calls>`` after the last call, MiniMax-M1) is the calls', consumed with them;
+    # without one the call ends before the turn's end.
+    last = rf"\}}\s*{_flex(end)}\s*" if end else r"\}\s*(?=" + "|".join([esc(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": rf"(?:(?:{opener})\s*|(?<=\}}{sep})){head}",
-        "close_pattern": rf"\}}(?={sep}\{{\s*\"{name_key}\"\s*:)|\}}\s*(?=" + "|".join(finals) + ")",
+        "close_pattern": rf"\}}(?={sep}\{{\s*\"{name_key}\"\s*:)|" + last,
         "repeats": True,
         "content": "json",
         "transform": _call_transform("{name}", "{content}", None),
