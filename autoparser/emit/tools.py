@@ -240,7 +240,8 @@ def _tag_like(opener: str) -> bool:
     """A marker, or the start of a tag with attributes (``<invoke name="``): distinctive enough to
     open a call on its own, so the section start around the calls may be left out (DeepSeek V3.2
     writes ``<｜DSML｜invoke …>`` for the second call without repeating the section)."""
-    return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*\s+[\w:.\-]+=", opener))
+    # The tag's name may be two words (DeepSeek V4.1's ``<｜DSML｜ invoke name="``).
+    return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*(?:\s+[A-Za-z_][\w:.\-]*)?\s+[\w:.\-]+=", opener))
 
 
 _ESC_TOKEN = re.compile(r"<\\\|(?:[^<>\s\\]|\\.)+?\\\|>|<｜[^<>｜\s]+｜>")  # a special token, as ``esc`` writes it
