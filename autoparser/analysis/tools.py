@@ -78,6 +78,13 @@ def _tool_text(pr: Prober, calls: list[dict], named: bool = True) -> str | None:
             lead = leading_markers(d.left)
             if lead and d.left == lead and d.right.startswith(lead) and d.right[len(lead) :].lstrip()[:1] in ("{", "["):
                 return d.right[len(lead) :]
+            # The cut also backs off over the prompt's last marker when the empty turn glues a word to it
+            # (Hunyuan: ``<|extra_0|>助手：`` against ``<|extra_0|><tool_calls>``): what the prompt already
+            # wrote is not the calls' (a model never writes it again).
+            past = len(withc.prompt) - len(d.prefix)
+            if 0 < past < len(d.right) and withc.full.startswith(withc.prompt) and not d.right[:past].strip(" \n") == "" \
+                    and d.right[:past] == leading_markers(d.right[:past]):
+                return d.right[past:]
             return d.right
     return None
 
