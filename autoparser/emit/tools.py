@@ -676,9 +676,10 @@ def never_raises(field: dict) -> dict:
     # runs once the value is whole (it ends where the balanced match ends).
     field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + dialect.define()
     field.pop("close", None)
-    # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
-    # follows a ``}`` or ``]``, and not the open's own: a stream may have flushed the value into the region
-    # while the close was pending, and then only ``\G`` alternatives are left to end it).
+    # The value's end, stood on: after a pending close turned out to be none, or a value streamed into the
+    # region while its close was pending, the region ends where the value ended (``\G`` follows a ``}`` or
+    # ``]``, and not the opener's own). It is also the match transformers 5.24 finds when it re-matches the
+    # ``\K`` alternative at its reported start to see whether it is final: the same span, so it commits.
     own = f"(?<!{bare_opener})" if ends_value else ""
     after_value = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))"
     field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_value + dialect.define(grammar=ends_value)
