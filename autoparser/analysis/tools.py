@@ -492,7 +492,8 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
                 sep = between
                 # With no opener at all, calls separated by text (``{…};{…}``, one per line) are a run
                 # from the start of the reply, read the same way.
-                shared = bool(call_start.strip()) or bool(between)
+                # Glued with nothing between (``{…}{…}``, Llama 4's JSON template) they are a run too.
+                shared = bool(call_start.strip()) or bool(between) or not call_end.strip()
                 # Read as ``{"name": "<name>", "arguments": <args>}``: only objects of those two keys, in
                 # that order, are split this way.
                 if shared and not (isinstance(element, dict) and list(element) == [name_path[0], args_path[0]] if name_path and args_path and len(name_path) == len(args_path) == 1 else False):

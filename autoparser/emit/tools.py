@@ -216,7 +216,8 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     prose stays content. The separator is consumed by the close."""
     name_key, head = _call_head(t)
     raw = t.call_separator
-    sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else "")
+    # Calls the template glues (``{…}{…}``) a model writes glued or one per line.
+    sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
     obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     first = "(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*"
