@@ -169,6 +169,16 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "".join(out), pattern[i:]
 
 
+_NAMESPACE = re.compile(r"(｜[^｜<>\s\\()|]+｜)(?=[A-Za-z_])")
+
+
+def optional_namespace(pattern: str) -> str:
+    """A token-like prefix written inside a tag's name (DeepSeek's ``<｜DSML｜invoke``, ``</｜DSML｜parameter>``)
+    may be left out: models write ``<invoke name="f">`` too, and the family's parsers read it. Only a
+    fullwidth-bar token glued to the word it prefixes; a token standing alone (``<｜tool▁sep｜>``) stays."""
+    return _NAMESPACE.sub(lambda m: f"(?:{m.group(1)})?", pattern)
+
+
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
     """Returns (response_template, warnings)."""
     warnings: list[str] = []
@@ -285,7 +295,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     for f in fields.values():
         for key in ("open_pattern", "close_pattern"):
             if key in f:
-                f[key] = bounded_whitespace(f[key])
+                f[key] = bounded_whitespace(optional_namespace(f[key]))
+        if "tag_pattern" in f.get("content_args", {}):
+            f["content_args"]["tag_pattern"] = optional_namespace(f["content_args"]["tag_pattern"])
     spec["fields"] = fields
     load_response_template(spec)  # raises ValueError if transformers would refuse it
     return spec, warnings

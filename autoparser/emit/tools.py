@@ -264,12 +264,91 @@ def space_before_tokens(pattern: str) -> str:
     return "".join(out)
 
 
+_BRACKET_UNIT = re.compile(r"\\\[[A-Z][A-Z_]*\\\]|\\s(?:\*|\{0,64\})|\(\?P<id>\[\^\\s<>\\\[\\\]\]\*\?\)")
+
+
+def optional_bracket_markers(header: str) -> str:
+    r"""Bracket markers between a call's name and its JSON arguments (``[TOOL_CALLS]f[CALL_ID]x[ARGS]{…}``)
+    may each be left out, an id marker with its id: Mistral-format models write ``f[ARGS]{…}`` where the
+    template writes an id, and tokenizers that drop control tokens from the text leave ``f{…}`` (the
+    family's own parsers read both). Only where the text after the name is nothing but such markers,
+    whitespace and an id; without its last marker the arguments' ``{`` must follow the name."""
+    m = re.search(r"\(\?P<name>(?:[^()\\]|\\.)*\)", header)
+    if not m:
+        return header
+    tail = header[m.end():]
+    parts = _BRACKET_UNIT.findall(tail)
+    if "".join(parts) != tail or not any(p.startswith("\\[") for p in parts):
+        return header
+    lead, units = "", []
+    for p in parts:
+        if p.startswith("\\["):
+            units.append(p)
+        elif units:
+            units[-1] += p
+        else:
+            lead += p
+    *first, last = units
+    return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
+
+
+def _typed_by_attribute(ks: str, vs: str) -> str | None:
+    r"""The key suffix and value of a tagged argument whose tag says whether the value is a string
+    (DeepSeek's DSML: ``<parameter name="k" string="true">text</parameter>`` for a string,
+    ``string="false">`` + the value as JSON for any other): the diffs saw the suffix of a string
+    argument, so its ``true``/``false`` is the string mark and the other word marks a JSON literal
+    (``10``, ``[1, 2]``, ``null``: typed with no schema; a value that is no JSON stays text). A string
+    value is captured with the tag's own ``>`` and end tag around it, which the value parser reads as
+    string delimiters, so it comes back exactly as written, never typed; its delimiters absorb one
+    newline on each side, as models add them. ````/```` (the json parser's sentinels, which it
+    refuses) end no value. None where the suffix has no such mark or the value no end tag."""
+    m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
+    if not m or not re.fullmatch(r"</[^<>\s]+>", vs.strip()):
+        return None
+    head, word, tail = m.group(1), m.group(2), m.group(3)
+    other = "false" if word == "true" else "true"
+    end = _flex(vs.strip())
+    body = r"[^\x01\x02]*?"
+    return (_flex(head) + "(?:"
+            + rf"{word}{_flex(tail[:-1])}(?P<value>>{body}{end})"  # a string, with its delimiters
+            + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
+            + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
+            + ")")
+
+
+def _typed_value_parser(vs: str) -> dict:
+    """The json value parser of ``_typed_by_attribute``; its string delimiters also come without a token
+    prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
+    ``template.optional_namespace``)."""
+    end = vs.strip()
+    bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
+    delims = [d for e in dict.fromkeys([end, bare]) for d in ([">\n", "\n" + e], [">\n", e], [">", "\n" + e], [">", e])]
+    return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
+
+
+def _args_tagged(t: Tools) -> bool:
+    return t.arguments.kind == "tagged"
+
+
+def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
+    r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
+    </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
+    name="f"/>``: SGLang's DeepSeek parsers read it): the open also takes ``/>``, and such a call closes
+    where it opened (``\G(?<=/>)`` in the close). None when the opener is no such element."""
+    m = re.match(r"<([^\s<>/=\"]+)\s", opener)
+    if not m or close != f"</{m.group(1)}>" or not open_pattern.endswith(">"):
+        return None
+    return open_pattern[:-1] + r"(?:>|\s*/>)"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
     section = t.section_start.strip()
     # An id the caller writes in history may be left out by the model: the call still parses (``"id": ""``).
     header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
+    if t.arguments.kind == "json":
+        header = optional_bracket_markers(header)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
@@ -279,8 +358,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         open_pattern = "(?:" + _flex(section) + r"\s*)?" + header
     else:
         open_pattern = header
-    field: dict = {"open_pattern": space_before_tokens(open_pattern)}
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
+    self_closing = _self_closing(opener, ce, open_pattern) if _args_tagged(t) else None
+    field: dict = {"open_pattern": space_before_tokens(self_closing or open_pattern)}
     lead = SPECIAL.match(opener)
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
@@ -300,6 +380,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["close_pattern"] = "|".join(alts)
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
+    if self_closing:
+        field["close_pattern"] += r"|\G(?<=/>)"  # a self-closing call ends where it opened
     field["repeats"] = True
     a = t.arguments
     if a.kind == "json":
@@ -322,8 +404,14 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         field["content"] = "xml-inline"
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
-        field["content_args"] = {"tag_pattern": _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)" + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
-        warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
+        key_re = _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)"
+        typed = _typed_by_attribute(ks, vs)
+        if typed:
+            field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
+            warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
+        else:
+            field["content_args"] = {"tag_pattern": key_re + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
+            warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
 
