@@ -583,10 +583,16 @@ def _json_dialect(text: str, name_at: int) -> dict | None:
     return args if _dialect_span(text, name_at, args) else None
 
 
-def _generalize(a: str, b: str) -> str:
-    """Regex matching both ``a`` and ``b``: literal where equal, ``\\d+`` where only digits differ."""
+def _generalize(a: str, b: str, names: tuple[str, str] = ("", "")) -> str:
+    """Regex matching both ``a`` and ``b``: literal where equal, ``\\d+`` where only digits differ, and
+    the call's own name where each writes its name again (``to=f<|message|><invoke name="f">``, a
+    backreference to the header's name group)."""
     if a == b:
         return re.escape(a)
+    if all(names) and names[0] in a and a.replace(names[0], "\0") == b.replace(names[1], "\0"):
+        parts = [_generalize(x, y) for x, y in zip(a.split(names[0]), b.split(names[1]))]
+        if None not in parts:
+            return "(?P=name)".join(parts)
     pa = re.split(r"(\d+)", a)
     pb = re.split(r"(\d+)", b)
     if len(pa) == len(pb) and all((x == y) or (i % 2 == 1) for i, (x, y) in enumerate(zip(pa, pb))):
@@ -653,7 +659,7 @@ def _tagged(one, two, turn, log) -> Tools:
         s1 = _args_span(t2, m1 + len(FN_A), dialect)
         if s1 and s2:
             suffix2 = t2[m2 + len(FN_B) : s2[0]]
-            g = _generalize(suffix1, suffix2)
+            g = _generalize(suffix1, suffix2, (FN_A, FN_B))
             if g is None:
                 uncovered.append(f"name suffix differs between calls: {suffix1!r} vs {suffix2!r}")
             else:
@@ -737,7 +743,7 @@ def _tagged_args(o1, t2, n1, m1, m2, opener, uncovered, log):
     # The first call's name suffix must agree with the second's.
     n_suffix1 = o1[n1 + len(FN_A) : o1.find(ARG_A, n1)]
     n_suffix1 = n_suffix1[: len(n_suffix1) - len(key_prefix)] if n_suffix1.endswith(key_prefix) else n_suffix1
-    g = _generalize(n_suffix1, name_suffix)
+    g = _generalize(n_suffix1, name_suffix, (FN_A, FN_B))
     if g is None:
         uncovered.append(f"name suffix differs between calls: {n_suffix1!r} vs {name_suffix!r}")
         g = re.escape(name_suffix)
