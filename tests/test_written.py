@@ -50,3 +50,14 @@ def test_calls_written_in_each_format():
     assert written.write_calls(kv, calls[:1]) == '<call name="f"><arg k="a">x y</arg><arg k="n">2</arg></call>'
     js = Layout("json", trigger="<tool_call>", call_start="<tool_call>", call_end="</tool_call>", name_path=("name",), args_path=("arguments",))
     assert written.write_calls(js, calls[:1]) == '<tool_call>{"name": "f", "arguments": {"a": "x y", "n": 2}}</tool_call>'
+
+
+def test_a_bracket_glued_to_a_word_opens_no_call():
+    """A pythonic list with no marker opens calls only as a list of its own: ``hello world[A(`` (vLLM's
+    regex-timeout case) stays content, every character of it."""
+    src = (MODELS / "pythonic-unquoted.jinja").read_text(encoding="utf-8")
+    template = autoparser.infer(src)
+    for text in ("hello world[A(A=\t)A(A=,\t\tA(A=,", "see arr[f(x) now"):
+        assert parse_response(text, template, prefix="") == {"role": "assistant", "content": text}
+    msg = parse_response('Sure.\n[get_weather(city="Paris")]', template, prefix="")
+    assert msg["content"] == "Sure." and msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}

@@ -497,7 +497,11 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     close = re.escape(t.call_end)
     if sec:
         inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
-        open_pattern = rf"(?:{_flex(sec)}\s*{name}|(?<={close}){sep}{name}{inside})"
+        # A bare bracket opens calls only as a list of its own, not glued to a word (``hello world[A(``,
+        # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
+        # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
+        glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
+        open_pattern = rf"(?:{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
     else:
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
