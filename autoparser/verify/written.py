@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import regex as re
+
 from ..analysis.layout import NAME, Layout, NoGrammar, layout
 from ..analysis.model import Analysis
 
@@ -61,8 +63,6 @@ def _py(value, quote: str) -> str:
 
 def _header(lay: Layout, name: str, index: int, call_id: str) -> str | None:
     """A tag format's call header with the name, index or id where the layout has them."""
-    import regex as re
-
     out = []
     for item in lay.header:
         if item == NAME:
@@ -86,11 +86,11 @@ def _set(obj: dict, path: tuple, value) -> None:
 
 
 def _object(lay: Layout, name: str, args: dict, call_id: str) -> dict:
+    """A JSON call object with the name, arguments and id at the layout's paths, the key the template
+    writes first first."""
     obj: dict = {}
-    if lay.first_key and lay.first_key not in (lay.name_path[:1] + lay.args_path[:1] + lay.id_path[:1]):
-        return {}
     paths = [(lay.name_path, name), (lay.args_path, args)] + ([(lay.id_path, call_id)] if lay.id_path and call_id else [])
-    paths.sort(key=lambda p: p[0][:1] != (lay.first_key,))  # the key the template writes first, first
+    paths.sort(key=lambda p: p[0][:1] != (lay.first_key,))
     for path, value in paths:
         _set(obj, path, value)
     return obj
@@ -102,8 +102,6 @@ def write_calls(lay: Layout, calls: list[dict]) -> str | None:
     dump = lambda v: json.dumps(v, ensure_ascii=False)  # noqa: E731
     if lay.kind in ("json", "json_array"):
         objs = [_object(lay, c["name"], c["arguments"], c.get("id") or "") for c in calls]
-        if not all(objs):
-            return None
         if lay.kind == "json_array":
             return lay.call_start + "[" + ", ".join(map(dump, objs)) + "]" + lay.call_end
         sep = (lay.separator or "") + "\n"
@@ -126,9 +124,10 @@ def write_calls(lay: Layout, calls: list[dict]) -> str | None:
         else:  # dialects and headed replies: their quoting is the analysis' own finding, not written here
             return None
         parts.append(head + body + lay.call_end)
-    sep = lay.separator if lay.separator else ("\n" if lay.kind != "pythonic" else ", ")
-    if lay.kind == "pythonic" and lay.separator in ("", ","):
-        sep = ", "
+    if lay.kind == "pythonic":  # a Python list's comma, or the template's own separator (a newline)
+        sep = ", " if lay.separator in ("", ",") else lay.separator
+    else:
+        sep = lay.separator or "\n"
     return lay.section_start + sep.join(parts) + lay.section_end
 
 
