@@ -1,4 +1,4 @@
-"""Does any text make an emitted template's parser raise? Verdicts and mutated parses over corpus + wild.
+"""Does any text make an emitted template's parser raise? Verdicts and mutated parses over corpus + wild + wild2.
 
     python benchmarks/mutations.py            # verdict counts, parses, raises (one-shot + streamed), by mutation
     python benchmarks/mutations.py -v         # also the first raise per template
@@ -54,7 +54,7 @@ def mutate(text: str):
 
 
 def run(verbose: bool = False) -> dict:
-    paths = sorted((CORPUS / "templates").glob("*.jinja")) + sorted((CORPUS / "wild" / "templates").glob("*.jinja"))
+    paths = [p for d in ("templates", "wild/templates", "wild2/templates") for p in sorted((CORPUS / d).glob("*.jinja"))]
     if not paths:
         sys.exit(f"corpus not found at {CORPUS}")
     statuses: Counter = Counter()
@@ -64,7 +64,7 @@ def run(verbose: bool = False) -> dict:
     firsts = {}
     realistic: Counter = Counter()
     for path in paths:
-        name = f"{path.parent.parent.name}/{path.stem}"
+        name = f"{path.parent.parent.name}/{path.stem}"  # wild/…, wild2/…, corpus/…
         src = path.read_text(encoding="utf-8")
         try:
             res = autoparser.infer_result(src, TOKENS, where=path.name)

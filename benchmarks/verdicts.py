@@ -1,4 +1,4 @@
-"""Verdict counts over the corpus and the wild set: full / degraded / refused per set, the per-field
+"""Verdict counts over the corpus and the wild sets (wild2: the templates of the peer suite's families): full / degraded / refused per set, the per-field
 verdicts of every template that is not full, and the tool-call capabilities.
 
     python benchmarks/verdicts.py [--only NAME ...] [--all] [--json out.json]
@@ -18,7 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "corpus"
-SETS = {"corpus": SHARED / "templates", "wild": SHARED / "wild" / "templates", "models": HERE.parent / "models"}
+SETS = {"corpus": SHARED / "templates", "wild": SHARED / "wild" / "templates", "wild2": SHARED / "wild2" / "templates",
+        "models": HERE.parent / "models"}
 TOKENS = {"corpus": {"bos_token": "<s>", "eos_token": "</s>"}, "wild": {}, "wild2": {}, "models": {}}
 
 

@@ -1,4 +1,4 @@
-"""Every template's full verdict over corpus + wild, dumped and compared: what verify detects must not change
+"""Every template's full verdict over corpus + wild + wild2, dumped and compared: what verify detects must not change
 when verify gets faster (issue 20).
 
     python benchmarks/verdicts_equal.py dump OUT.json      # before and after a change
@@ -27,12 +27,14 @@ if not (SHARED / "corpus").is_dir():
     SHARED = Path("/work/shared")
 CORPUS = SHARED / "corpus" / "templates"
 WILD = SHARED / "corpus" / "wild" / "templates"
+WILD2 = SHARED / "corpus" / "wild2" / "templates"
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 
 
 def templates() -> list[tuple[str, str, dict | None]]:
     out = [(f"corpus/{p.stem}", p.read_text(encoding="utf-8"), TOKENS) for p in sorted(CORPUS.glob("*.jinja"))]
-    return out + [(f"wild/{p.stem}", p.read_text(encoding="utf-8"), None) for p in sorted(WILD.glob("*.jinja"))]
+    out += [(f"wild/{p.stem}", p.read_text(encoding="utf-8"), None) for p in sorted(WILD.glob("*.jinja"))]
+    return out + [(f"wild2/{p.stem}", p.read_text(encoding="utf-8"), None) for p in sorted(WILD2.glob("*.jinja"))]
 
 
 def one(src: str, tokens: dict | None) -> dict:

@@ -43,7 +43,25 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     # shows both markers belong to reasoning.
     if not before.strip() and start and not (end and (end in d.suffix or d.left.lstrip().startswith(end))):
         start = ""
-    return start, end, full_end
+    return _worded(d.prefix + before, start, end, full_end, after if after.strip() else d.suffix.lstrip())
+
+
+_TOKEN = r"<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>"
+_WORDED_START = re.compile(rf"(?:{_TOKEN})(?P<word>[A-Za-z_]\w*)(?:{_TOKEN})\s*$")
+
+
+def _worded(text_before: str, start: str, end: str, full_end: str, text_after: str) -> tuple[str, str, str]:
+    """Tags spelt token + word + token (Kimi K3: ``<|open|>think<|sep|>R<|close|>think<|sep|>``): the
+    diff's marker cut keeps only the token next to the needle, a separator every tag shares. When the
+    text before the needle ends with such a tag and the end opens with one naming the same word, those
+    whole tags are the reasoning's start and end."""
+    m = _WORDED_START.search(text_before)
+    if not m or not start or not end or not m.group(0).strip().endswith(start.strip()):
+        return start, end, full_end
+    e = re.match(rf"(?:{_TOKEN}){re.escape(m['word'])}(?:{_TOKEN})", text_after.lstrip())
+    if not e or not e.group(0).startswith(end):
+        return start, end, full_end
+    return m.group(0).strip(), e.group(0), e.group(0) if full_end == end else full_end
 
 
 def _blank_line_end(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:

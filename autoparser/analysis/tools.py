@@ -79,6 +79,13 @@ def _tool_text(pr: Prober, calls: list[dict], named: bool = True) -> str | None:
             lead = leading_markers(d.left)
             if lead and d.left == lead and d.right.startswith(lead) and d.right[len(lead) :].lstrip()[:1] in ("{", "["):
                 return d.right[len(lead) :]
+            # The cut also backs off over the prompt's last marker when the empty turn glues a word to it
+            # (Hunyuan: ``<|extra_0|>助手：`` against ``<|extra_0|><tool_calls>``): what the prompt already
+            # wrote is not the calls' (a model never writes it again).
+            past = len(withc.prompt) - len(d.prefix)
+            if 0 < past < len(d.right) and withc.full.startswith(withc.prompt) and not d.right[:past].strip(" \n") == "" \
+                    and d.right[:past] == leading_markers(d.right[:past]):
+                return d.right[past:]
             return d.right
     return None
 
@@ -317,6 +324,9 @@ def _tail_pattern(header_pattern: str, literal_tail: str) -> str:
 
 # ------------------------------------------------------------------------------------------ pythonic
 _PY_CALL = re.compile(r"(?P<open>\()\s*(?P<key>\w+)(?P<eq>\s*=\s*)(?P<q>['\"])(?P<val>[^'\"]*)(?P=q)\s*(?P<close>\))")
+# A template that prints values with ``{{ v }}`` writes strings unquoted (``f(city=Paris)``, Llama 3.2's and
+# ToolACE's own templates): still Python call syntax, whose strings a model writes quoted.
+_PY_CALL_BARE = re.compile(r"(?P<open>\()\s*(?P<key>\w+)(?P<eq>\s*=\s*)(?P<q>)(?P<val>[^'\",()\s]+)\s*(?P<close>\))")
 
 
 def _pythonic(one, two, turn, log) -> Tools | None:
@@ -325,13 +335,16 @@ def _pythonic(one, two, turn, log) -> Tools | None:
     the renderings: section markers around the calls, the separator between them, and the one
     between arguments (second call of the two-call rendering)."""
     n1 = one.find(FN_A)
+    call_re = _PY_CALL
     m = _PY_CALL.match(one, n1 + len(FN_A))
+    if not m:
+        call_re, m = _PY_CALL_BARE, _PY_CALL_BARE.match(one, n1 + len(FN_A))
     if not m or m["key"] != ARG_A or m["val"] != VAL_A:
         return None
     section_start, section_end = one[:n1], one[m.end() :]
     sep = arg_sep = ""
     if two and FN_B in two:
-        a1 = _PY_CALL.match(two, two.find(FN_A) + len(FN_A))
+        a1 = call_re.match(two, two.find(FN_A) + len(FN_A))
         b = two.find(FN_B)
         if not a1 or not two.startswith(section_start) or not two.endswith(section_end):
             return None
@@ -340,7 +353,7 @@ def _pythonic(one, two, turn, log) -> Tools | None:
         v1 = two.find(VAL_B, b)
         if k2 < 0 or v1 < 0:
             return None
-        arg_sep = two[v1 + len(VAL_B) + 1 : k2]  # after the closing quote
+        arg_sep = two[v1 + len(VAL_B) + len(m["q"]) : k2]  # after the closing quote
     for e in turn.end_markers:
         if e in section_end:
             section_end = section_end[: section_end.find(e)]
@@ -354,7 +367,7 @@ def _pythonic(one, two, turn, log) -> Tools | None:
         call_end=m["close"],
         call_separator=sep,
         header_pattern=r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(m["open"]),
-        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep, string_delims=((m["q"], m["q"]),)),
+        arguments=Arguments(kind="pythonic", key_suffix=m["eq"], separator=arg_sep, string_delims=((m["q"], m["q"]),) if m["q"] else ()),
     )
     log.append(f"T3-T7 pythonic calls -> {t}")
     return t
@@ -386,7 +399,9 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
     found: dict[str, str] = {}
     # A dialect with ' string delimiters reads ['a'] and {'k': 'a'}.
-    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.python_values
+    # Unquoted pythonic values (``{{ v }}``) are read by their spelling, Python-quoted lists and dicts included.
+    unquoted = t.family == "pythonic" and not t.arguments.string_delims and not t.arguments.json_values
+    py_dict = (json_dialect and ("'", "'") in t.arguments.string_delims) or t.arguments.python_values or unquoted
     if not py_dict and f"['{VAL_B}']" in text:
         found["array"] = "list arguments are rendered as Python repr (['a']), which no json decoder reads; they come back as strings"
     if not py_dict and f"{{'k': '{VAL_A}'}}" in text:
@@ -514,7 +529,8 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
                 sep = between
                 # With no opener at all, calls separated by text (``{…};{…}``, one per line) are a run
                 # from the start of the reply, read the same way.
-                shared = bool(call_start.strip()) or bool(between)
+                # Glued with nothing between (``{…}{…}``, Llama 4's JSON template) they are a run too.
+                shared = bool(call_start.strip()) or bool(between) or not call_end.strip()
                 # Read as ``{"name": "<name>", "arguments": <args>}``: only objects of those two keys, in
                 # that order, are split this way.
                 if shared and not (isinstance(element, dict) and list(element) == [name_path[0], args_path[0]] if name_path and args_path and len(name_path) == len(args_path) == 1 else False):
@@ -604,10 +620,16 @@ def _json_dialect(text: str, name_at: int) -> dict | None:
     return args if _dialect_span(text, name_at, args) else None
 
 
-def _generalize(a: str, b: str) -> str:
-    """Regex matching both ``a`` and ``b``: literal where equal, ``\\d+`` where only digits differ."""
+def _generalize(a: str, b: str, names: tuple[str, str] = ("", "")) -> str:
+    """Regex matching both ``a`` and ``b``: literal where equal, ``\\d+`` where only digits differ, and
+    the call's own name where each writes its name again (``to=f<|message|><invoke name="f">``, a
+    backreference to the header's name group)."""
     if a == b:
         return re.escape(a)
+    if all(names) and names[0] in a and a.replace(names[0], "\0") == b.replace(names[1], "\0"):
+        parts = [_generalize(x, y) for x, y in zip(a.split(names[0]), b.split(names[1]))]
+        if None not in parts:
+            return "(?P=name)".join(parts)
     pa = re.split(r"(\d+)", a)
     pb = re.split(r"(\d+)", b)
     if len(pa) == len(pb) and all((x == y) or (i % 2 == 1) for i, (x, y) in enumerate(zip(pa, pb))):
@@ -674,7 +696,7 @@ def _tagged(one, two, turn, log) -> Tools:
         s1 = _args_span(t2, m1 + len(FN_A), dialect)
         if s1 and s2:
             suffix2 = t2[m2 + len(FN_B) : s2[0]]
-            g = _generalize(suffix1, suffix2)
+            g = _generalize(suffix1, suffix2, (FN_A, FN_B))
             if g is None:
                 uncovered.append(f"name suffix differs between calls: {suffix1!r} vs {suffix2!r}")
             else:
@@ -758,7 +780,7 @@ def _tagged_args(o1, t2, n1, m1, m2, opener, uncovered, log):
     # The first call's name suffix must agree with the second's.
     n_suffix1 = o1[n1 + len(FN_A) : o1.find(ARG_A, n1)]
     n_suffix1 = n_suffix1[: len(n_suffix1) - len(key_prefix)] if n_suffix1.endswith(key_prefix) else n_suffix1
-    g = _generalize(n_suffix1, name_suffix)
+    g = _generalize(n_suffix1, name_suffix, (FN_A, FN_B))
     if g is None:
         uncovered.append(f"name suffix differs between calls: {n_suffix1!r} vs {name_suffix!r}")
         g = re.escape(name_suffix)

@@ -21,6 +21,18 @@ def _between(text: str, a: str, b: str) -> str | None:
     return text[i + len(a) : j] if i >= 0 and j >= 0 else None
 
 
+_TOKEN = r"<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>"
+_WORDED = re.compile(rf"\s*((?:{_TOKEN})[A-Za-z_]\w*(?:{_TOKEN}))")
+
+
+def _worded(text: str) -> str:
+    """A closing tag spelt token + word + token right after the content (Kimi K3's
+    ``<|close|>response<|sep|>``): the whole tag is the end, not its first token, which every tag
+    shares (the reasoning's ``<|close|>think<|sep|>`` too)."""
+    m = _WORDED.match(text)
+    return m.group(1) if m else ""
+
+
 def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     """C1's end half: the markers that follow the content of the last and of a middle assistant turn."""
     user = [{"role": "user", "content": USER}]
@@ -28,7 +40,7 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     found: list[str] = []
     run = markers(last.lstrip().split("\n\n")[0]) if last.strip() else []
     if run:
-        found += [run[0], run[-1]]
+        found += [_worded(last) or run[0], run[-1]]
     elif last.strip() and not re.match(r"\s*(?:\{|\[\s*[{\[\"'\d])", last):
         # An end token in no bracket style we know (MiniMax's ``[e~[``): the first word. Not when what
         # follows is JSON (a template that prints tool results or definitions after the turn).
@@ -45,7 +57,7 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
                 break
         run = markers(mid[:cut])
         if run:
-            found += [run[0], run[-1]]
+            found += [_worded(mid[:cut]) or run[0], run[-1]]
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
     return ends

@@ -296,7 +296,12 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 bare += rf"|(?<=(?:{'|'.join(literals(closes))})\s*){cls}"
             f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + bare}
         close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
-        if close:
+        # Content written before calls (bare, when the template wraps only a reply without calls: Hunyuan's
+        # ``助手：``) ends where a call's marker opens, left to the call (zero-width).
+        opener = (t.section_start or t.call_start).strip() if t.format != "NONE" and not t.headed.kind else ""
+        if close and opener and markers(opener) and opener not in close:
+            f["close_pattern"] = "|".join([*(esc(x) for x in close), f"(?={esc(opener)})"])
+        elif close:
             f["close"] = one(close)
         f["content"] = "text"
         fields["content"] = f

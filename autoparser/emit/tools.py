@@ -203,10 +203,12 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
     opener = "|".join(literals(_openers(t, start)))
     end = t.call_end.strip()
-    finals = [esc(end)] if end else [esc(e) for e in ends] + [r"\Z"]
+    # The run's closer (``</tool_calls>`` after the last call, MiniMax-M1) is the calls', consumed with them;
+    # without one the call ends before the turn's end.
+    last = rf"\}}\s*{_flex(end)}\s*" if end else r"\}\s*(?=" + "|".join([esc(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": rf"(?:(?:{opener})\s*|(?<=\}}{sep})){head}",
-        "close_pattern": rf"\}}(?={sep}\{{\s*\"{name_key}\"\s*:)|\}}\s*(?=" + "|".join(finals) + ")",
+        "close_pattern": rf"\}}(?={sep}\{{\s*\"{name_key}\"\s*:)|" + last,
         "repeats": True,
         "content": "json",
         "transform": _call_transform("{name}", "{content}", None),
@@ -276,7 +278,8 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     prose stays content. The separator is consumed by the close."""
     name_key, head = _call_head(t)
     raw = t.call_separator
-    sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else "")
+    # Calls the template glues (``{…}{…}``) a model writes glued or one per line.
+    sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
     obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     first = "(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*"
@@ -300,7 +303,8 @@ def _tag_like(opener: str) -> bool:
     """A marker, or the start of a tag with attributes (``<invoke name="``): distinctive enough to
     open a call on its own, so the section start around the calls may be left out (DeepSeek V3.2
     writes ``<｜DSML｜invoke …>`` for the second call without repeating the section)."""
-    return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*\s+[\w:.\-]+=", opener))
+    # The tag's name may be two words (DeepSeek V4.1's ``<｜DSML｜ invoke name="``).
+    return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*(?:\s+[A-Za-z_][\w:.\-]*)?\s+[\w:.\-]+=", opener))
 
 
 _ESC_TOKEN = re.compile(r"<\\\|(?:[^<>\s\\]|\\.)+?\\\|>|<｜[^<>｜\s]+｜>")  # a special token, as ``esc`` writes it
@@ -588,7 +592,11 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     close = re.escape(t.call_end)
     if sec:
         inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
-        open_pattern = rf"(?:{_flex(sec)}\s*{name}|(?<={close}){sep}{name}{inside})"
+        # A bare bracket opens calls only as a list of its own, not glued to a word (``hello world[A(``,
+        # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
+        # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
+        glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
+        open_pattern = rf"(?:{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
     else:
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")

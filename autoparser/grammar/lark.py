@@ -20,6 +20,7 @@ import json
 
 import regex as re
 
+from ..analysis.diff import markers
 from .layout import NAME, Layout, NoGrammar, parameters
 
 WS_CHARS = r"[ \t\r\n]"
@@ -171,7 +172,10 @@ class _Writer:
                 suffix = suffix.replace("true", "false")  # DeepSeek V3.2: string="false" on non-strings
             head = self.lit(lay.key_prefix + key + suffix)
             if _is_string(sub):
-                self.upto(f"{name}_v", [lay.value_suffix], never_text=self.closers())
+                # A closer's first chunk that the value's own end holds (``</｜T｜`` of ``</｜T｜ invoke>`` and
+                # of ``</｜T｜ parameter>``, a two-word tag) is the value's end, not text it must avoid.
+                never = [m for m in self.closers() if m not in lay.value_suffix]
+                self.upto(f"{name}_v", [lay.value_suffix], never_text=never)
                 self.rule(f"{name}: {head} {name}_v")
             elif isinstance(sub, dict) and sub.get("type") == "boolean":
                 self.rule(f"{name}: {head} WS? /(true|false|True|False)/ WS? {self.lit(lay.value_suffix)}")
@@ -478,6 +482,13 @@ class _Writer:
                 # The wrapped content before the calls, or after them (a template that writes its answer
                 # after the calls: ``[CALLS]…[ANSWER]…[/ANSWER]``); not both: the parser would keep the second.
                 calls += [f"cwrap? open {sec} tail", f"open {sec} WS? cwrap tail"]
+                if lay.trigger and markers(lay.trigger):
+                    # Content written bare before the calls (a template that wraps only replies without
+                    # calls): the parser opens it at the reply's start when the first character begins no
+                    # marker that may stand there, and closes it where the call's marker opens.
+                    firsts = sorted({m.strip()[0] for m in [lay.content_start, lay.trigger, lay.reasoning_start, *ends] if m and m.strip()})
+                    first = "[ \\t\\r\\n]*[^ \\t\\r\\n" + "".join(rx(ch) for ch in firsts) + "]"
+                    calls.append(f"{self.upto('text_bare', [lay.trigger], first=first)} {self.section(consumed=True)} tail")
         elif lay.trigger:
             if ends:
                 content.append(self.upto("text_end", ends, avoid=[lay.trigger]))
