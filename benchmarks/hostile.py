@@ -86,13 +86,11 @@ CASES: list[Case] = [
          expect="recursed too deeply|took longer than"),  # whichever stops it first (a loaded machine: the budget)
     Case("exp-macro", "macro calling itself twice, 40 deep", {"t.jinja": "{% macro f(n) %}{% if n < 40 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}"},
          expect="took longer than"),
-    # Chat templates whose content macro recurses (tests/data/hostile): each stopped within twice the budget
-    # the error states, also on a loaded machine (tests/test_hostile.py runs them beside busy loops).
-    *(Case(f"recursive-{kind}", what, {"t.jinja": (lambda kind=kind: (FIXTURES / f"recursive-{kind}.jinja").read_text(encoding="utf-8"))},
-           expect=expect) for kind, what, expect in (
-        ("growing-string", "chat template, macro recursing with a string 1 kB longer each call", "recursed too deeply|took longer than"),
-        ("deep", "chat template, macro recursing without end, a loop at each level", "recursed too deeply|took longer than"),
-        ("big-lists", "chat template, macro recursing twice per level, building lists of lists", "took longer than"))),
+    # A chat template whose content macro recurses building lists of lists (tests/data/hostile, beside the
+    # others there that tests/test_hostile.py renders next to busy loops: each stopped within twice the
+    # budget the error states). One CLI run: each costs the interpreter's start as well.
+    Case("recursive-big-lists", "chat template, macro recursing twice per level, building lists of lists",
+         {"t.jinja": lambda: (FIXTURES / "recursive-big-lists.jinja").read_text(encoding="utf-8")}, expect="took longer than"),
     Case("ns-doubling", "namespace string doubled 60 times (`~`)",
          {"t.jinja": "{% set ns = namespace(s='ab') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}"},
          expect="builds a string of"),
