@@ -59,7 +59,7 @@ def _looks_local(source: str) -> bool:
     return False
 
 
-CACHED_WAIT = 1.5  # seconds the Hub gets to name its current commit when the cache can answer without it
+CACHED_WAIT = 1.0  # seconds the Hub gets to name its current commit when the cache can answer without it
 HUB_WAIT = 5.0  # ... when nothing else can answer
 
 
