@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
-from autoparser.emit.template import _literal_prefix
+from autoparser.emit.template import LONE_CLOSE_WINDOW, _literal_prefix
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -121,6 +121,33 @@ def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_
     for name in ("chatml-think", "reasoning-switch"):
         for msg in both(template(name), text):
             assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
+
+
+def held_back(spec: dict, text: str, prefix: str = "") -> tuple[int, dict]:
+    """(the most characters the streaming parser held back after any character, the message)."""
+    p = ResponseParser(spec, prefix=prefix)
+    held = 0
+    for ch in text:
+        p.feed(ch)
+        held = max(held, len(p._buffer) - p._pos)
+    return held, p.finalize()[0]
+
+
+@pytest.mark.parametrize("name, close, end", [("forced-closed", "<|/think|>", "<|/turn|>"), ("delimiter-only", "<|/thought|>", "<|end|>")])
+def test_a_close_with_no_opener_decides_within_a_window(name, close, end):
+    """Text before a close with no opener is reasoning where the close comes within LONE_CLOSE_WINDOW
+    characters of the reply's start: a reply that writes no close streams once past that window (it was
+    held back whole, re-read on every delta), and longer reasoning written without its opener stays
+    content, the close with it (nothing lost)."""
+    spec = template(name)
+    for msg in both(spec, f"Let me reason.{close}\n\nThe answer.{end}"):
+        assert (msg.get("thinking"), msg["content"]) == ("Let me reason.", "The answer.")
+    reply = "An answer that goes on. " * 400
+    held, msg = held_back(spec, reply + end)
+    assert held <= LONE_CLOSE_WINDOW + len(close) and msg["content"] == reply.strip() and "thinking" not in msg
+    long = "Reasoning that goes on. " * 40 + close + "The answer."
+    for msg in both(spec, long + end):
+        assert "thinking" not in msg and msg["content"] == long
 
 
 def test_an_unclosed_headed_message_ends_where_the_next_begins():
