@@ -142,6 +142,8 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         return _bare_json_run(t, ends, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
+    if _head_decides(t):
+        return _json_head(t, start, end, ends, reasoning_end)
     field: dict = {}
     key = re.escape(t.first_key)
     obj = rf"\{{\s*\"{key}\""  # a call object's start
@@ -173,6 +175,48 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         field["transform_each"] = True
     field["transform"] = transform
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
+
+
+def _head_decides(t: Tools) -> bool:
+    """Whether a call opens on its head (``_json_head``): one call object per region, of exactly a name and an
+    arguments key in that order, in standard JSON (a dialect's strings would need the whole value checked)."""
+    return (not t.array_wrapped and not t.name_is_key and not t.shared_start and not t.id_path and not t.arguments.string_delims
+            and not t.arguments.unquoted_keys and len(t.name_path) == len(t.args_path) == 1
+            and t.call_keys == (t.name_path[0], t.args_path[0]))
+
+
+def _json_head(t: Tools, start: str, end: str, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
+    r"""A JSON call that opens on its head, ``<tool_call>{"name": "<name>", "arguments": `` (the name a capture),
+    and whose region is the arguments: committable from a bounded look (the head), and the arguments stream
+    into the region as they arrive. Nothing is indexed into the parsed value (``{name}`` and ``{content}``),
+    so no region can make the parser raise: arguments that do not parse (cut, malformed) come back as their
+    text (``allow_non_json``, added by ``never_raises``). The region closes at the call object's ``}`` right
+    before the close marker, or before the turn's end or the end of the text (a stripped close).
+
+    Opening only on a whole valid value, found by a lookahead, held the call back until its end and re-read
+    it on every delta (a 64k-character argument: quadratic). The price: an argument string holding ``}``
+    and the close marker ends the call there (the rest is content), and a call with a valid head but
+    broken arguments is a call with text arguments rather than content."""
+    _, head = _call_head(t)
+    head = head.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")  # a bounded look, even at a name never closed
+    if start:
+        openers = sorted(_openers(t, start), key=len, reverse=True)
+        opener = "|".join(_flex(o) for o in openers) if any(c.isspace() for c in start) else "|".join(literals(openers))
+        open_pattern = rf"(?:{opener})\s*{head}"
+    else:
+        starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
+        first = "(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]
+        lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
+        open_pattern = first + r"\s*" + lead + head
+    finals = literals(ends) + [r"\Z"]
+    close = (rf"\}}\s*{then_space(*literals([end]))}|" if end else "") + rf"\}}\s*(?={'|'.join(finals)})"
+    if not end and start:
+        close += rf"|\}}\s*(?={'|'.join(literals(_openers(t, start)))})"  # no close marker: the next call's opener
+    field = {"open_pattern": open_pattern, "close_pattern": close, "repeats": True, "content": "json",
+             "transform": _call_transform("{name}", "{content}", None)}
+    warnings = [] if start else ["tool calls have no marker: a call is recognised only at the very start of the reply"
+                                 + (" or right after the reasoning" if reasoning_end else "")]
+    return field, warnings
 
 
 def _call_head(t: Tools) -> tuple[str, str]:
