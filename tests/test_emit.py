@@ -9,6 +9,7 @@ import pytest
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from autoparser.emit.template import LONE_CLOSE_WINDOW, _literal_prefix
+from autoparser.emit.tools import CALL_WINDOW
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -148,6 +149,30 @@ def test_a_close_with_no_opener_decides_within_a_window(name, close, end):
     long = "Reasoning that goes on. " * 40 + close + "The answer."
     for msg in both(spec, long + end):
         assert "thinking" not in msg and msg["content"] == long
+
+
+def test_a_long_json_argument_streams_as_it_arrives():
+    """A call decides whether it is one within CALL_WINDOW characters (its head, or a whole short object), so
+    a long argument streams into the region instead of being held back to the call's end and re-read on
+    every delta; the message is the same one-shot and streamed."""
+    spec = template("chatml-think")
+    code = "def f(x):\n    return {'a': [x, \"</b>\"]}\n" * 400
+    call = json.dumps({"name": "write_file", "arguments": {"path": "a.py", "content": code}})
+    text = f"<think>\nPlan.\n</think>\n\n<tool_call>\n{call}\n</tool_call><|im_end|>"
+    held, msg = held_back(spec, text)
+    assert held <= CALL_WINDOW + 64, held
+    assert msg == parse_response(text, spec, prefix="")
+    assert msg["tool_calls"][0]["function"] == {"name": "write_file", "arguments": {"path": "a.py", "content": code}}
+
+
+@pytest.mark.parametrize("tail", ["", "<|im_end|>", "\n</tool_call>\nMore.<|im_end|>"])
+def test_a_long_call_that_breaks_is_kept_as_text(tail):
+    """Past the window a call with a call's head is one: cut or malformed later, its object comes back as its
+    text in ``function`` (never raised, nothing lost); a short one that is not JSON stays content."""
+    spec = template("chatml-think")
+    text = '<tool_call>\n{"name": "write_file", "arguments": {"content": "' + "x" * 2000 + tail
+    for msg in both(spec, text):
+        assert "x" * 2000 in msg["tool_calls"][0]["function"]
 
 
 def test_an_unclosed_headed_message_ends_where_the_next_begins():

@@ -142,8 +142,10 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         return _bare_json_run(t, ends, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
-    if _head_decides(t):
-        return _json_head(t, start, end, ends, reasoning_end)
+    if start and _head_decides(t):
+        if end and t.call_keys == ("name", "arguments"):
+            return _json_whole(t, start, end, ends)
+        return _json_head(t, start, end, ends)
     field: dict = {}
     key = re.escape(t.first_key)
     obj = rf"\{{\s*\"{key}\""  # a call object's start
@@ -177,6 +179,12 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
 
 
+def _loose(literal: str) -> str:
+    """``literal`` with a space where a marker meets other text (``<tool_call>\\n``): ``_flex`` then allows any
+    whitespace there, as between two markers."""
+    return re.sub(r"(?<=[>\]])(?=[^\s<\[])|(?<=[^\s>\]])(?=[<\[])", " ", literal)
+
+
 def _head_decides(t: Tools) -> bool:
     """Whether a call opens on its head (``_json_head``): one call object per region, of exactly a name and an
     arguments key in that order, in standard JSON (a dialect's strings would need the whole value checked)."""
@@ -185,38 +193,73 @@ def _head_decides(t: Tools) -> bool:
             and t.call_keys == (t.name_path[0], t.args_path[0]))
 
 
-def _json_head(t: Tools, start: str, end: str, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
-    r"""A JSON call that opens on its head, ``<tool_call>{"name": "<name>", "arguments": `` (the name a capture),
-    and whose region is the arguments: committable from a bounded look (the head), and the arguments stream
-    into the region as they arrive. Nothing is indexed into the parsed value (``{name}`` and ``{content}``),
-    so no region can make the parser raise: arguments that do not parse (cut, malformed) come back as their
-    text (``allow_non_json``, added by ``never_raises``). The region closes at the call object's ``}`` right
-    before the close marker, or before the turn's end or the end of the text (a stripped close).
+CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
-    Opening only on a whole valid value, found by a lookahead, held the call back until its end and re-read
-    it on every delta (a 64k-character argument: quadratic). The price: an argument string holding ``}``
-    and the close marker ends the call there (the rest is content), and a call with a valid head but
-    broken arguments is a call with text arguments rather than content."""
+
+def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON call object of exactly ``name`` and ``arguments`` between an opener and a close marker
+    (``<tool_call>{"name": "f", "arguments": {…}}</tool_call>``): the region is the object, read whole as the
+    message's ``function`` (``{content}``, as transformers' own Qwen template reads it). Nothing is indexed
+    into the parsed value, so no text makes the parser raise: an object that does not parse comes back as
+    its text (``allow_non_json``, added by ``never_raises``).
+
+    Whether the text after the opener is a call is decided within ``CALL_WINDOW`` characters: a call whose
+    object ends within them is one when it is a JSON object with both keys followed by the close (or the
+    turn's end, or the end of the text), and text that is not stays in content, visible; a call longer than
+    the window is one when its head is ``{"name": "…", "arguments":`` and no close came. So a stream holds
+    back at most the window and re-reads no more than it per delta, and a long argument streams as it
+    arrives. Checking the whole value before the call opened held a call back until its end and re-read it
+    on every delta (a 64k-character argument: quadratic). The price: a malformed call longer than the
+    window is a call whose ``function`` is its text, and a close marker inside a string argument of a long
+    call ends it there."""
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
+    close = _flex(_loose(end))
+    stops = "|".join([close, *literals(ends)])
+    dialect = _Dialect()
+    # The first close (or the end) within the window, right after a ``}`` (no close inside a string), where a
+    # balanced value ends, of the call's shape.
+    first = rf"(?=(?:(?!{stops})[\s\S]){{0,{CALL_WINDOW}}}+(?<=\}}\s{{0,64}})(?:{stops}|\Z))"
+    short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z))(?={_W}{dialect.object_with(['name', 'arguments'])})"
+    _, head = _call_head(t)
+    head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
+    field: dict = {"open_pattern": f"{opener}(?:{long}|{short}){dialect.define()}"}
+    field["close_pattern"] = then_space(close) + (rf"|(?={'|'.join(literals(ends))})" if ends else "")
+    # ``allow_non_json`` here: ``never_raises`` leaves a field whose open already checks a value alone.
+    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": {"type": "function", "function": "{content}"}})
+    return field, []
+
+
+def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON call that opens on its head, ``<|function_call|>{"name": "<name>", "parameters": `` (the name a
+    capture), and whose region is the arguments: committable from a bounded look (the head), and the
+    arguments stream into the region as they arrive. Nothing is indexed into the parsed value (``{name}``
+    and ``{content}``), so no region can make the parser raise: arguments that do not parse (cut, malformed)
+    come back as their text (``allow_non_json``, added by ``never_raises``). The region closes at the call
+    object's ``}`` right before the close marker, the turn's end, the next call or the end of the text, or
+    (with no close marker) before text on a new line.
+
+    As ``_json_whole``, this replaces a lookahead for a whole value that held the call back; the price: the
+    name is read as written (no JSON escapes), keys in another order are no call (content), and an argument
+    string holding ``}`` and the close marker ends the call there."""
     _, head = _call_head(t)
     head = head.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")  # a bounded look, even at a name never closed
-    if start:
-        openers = sorted(_openers(t, start), key=len, reverse=True)
-        opener = "|".join(_flex(o) for o in openers) if any(c.isspace() for c in start) else "|".join(literals(openers))
-        open_pattern = rf"(?:{opener})\s*{head}"
-    else:
-        starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
-        first = "(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]
-        lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
-        open_pattern = first + r"\s*" + lead + head
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    open_pattern = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + rf")\s*{head}"
     finals = literals(ends) + [r"\Z"]
-    close = (rf"\}}\s*{then_space(*literals([end]))}|" if end else "") + rf"\}}\s*(?={'|'.join(finals)})"
-    if not end and start:
+    close = (rf"\}}\s*{then_space(_flex(_loose(end)))}|" if end else "") + rf"\}}\s*(?={'|'.join(finals)})"
+    if not end:
         close += rf"|\}}\s*(?={'|'.join(literals(_openers(t, start)))})"  # no close marker: the next call's opener
+        # Text after a call with no close marker, on a new line: a raw newline never stands inside a JSON
+        # string, and after the object's ``}`` only ``,``, ``}`` or ``]`` could continue a value (nor a marker
+        # that ends or opens a call there).
+        marks = {m.strip()[0] for m in [*ends, *_openers(t, start)] if m.strip()}
+        close += r"|\}(?=[ \t]*\n\s*[^\s,}\]" + "".join(re.escape(c) for c in sorted(marks)) + "])"
     field = {"open_pattern": open_pattern, "close_pattern": close, "repeats": True, "content": "json",
              "transform": _call_transform("{name}", "{content}", None)}
-    warnings = [] if start else ["tool calls have no marker: a call is recognised only at the very start of the reply"
-                                 + (" or right after the reasoning" if reasoning_end else "")]
-    return field, warnings
+    return field, []
 
 
 def _call_head(t: Tools) -> tuple[str, str]:
