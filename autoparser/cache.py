@@ -44,10 +44,18 @@ def cache_dir() -> Path:
 
 
 def code_fingerprint() -> str:
-    """Hash of the package's own source and workaround data: results are only valid for the code that made them."""
+    """Hash of the package's own source and workaround data, and of the transformers release whose parser
+    verified them: results are only valid for the code that made them (a verdict is a fact about one
+    parser; 5.24 holds matches 5.23 committed)."""
     global _fingerprint
     if _fingerprint is None:
         h = hashlib.sha256(str(FORMAT).encode())
+        try:
+            from importlib.metadata import version
+
+            h.update(b"transformers " + version("transformers").encode() + b"\0")
+        except Exception:  # noqa: BLE001 - metadata missing (a vendored copy): the source hash still applies
+            h.update(b"transformers ?\0")
         pkg = Path(__file__).resolve().parent
         files = sorted(pkg.rglob("*.py"))
         try:

@@ -273,3 +273,23 @@ def test_text_after_a_complete_value_is_content_streamed_or_not():
     text = '{"name": "get_weather", "parameters": {"city": "Paris"}}}'
     for msg in both(spec, text):
         assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+
+
+@pytest.mark.parametrize("after", ["", "</s>", " and then I answer.", "\n\nDone</s>"])
+def test_a_call_list_after_a_bracketed_marker_ends_with_its_value(after):
+    """``[CALLS][...]`` then a stray end of sequence or text (Mistral's ``[TOOL_CALLS][...]`` shape, whose
+    opener ends with the bracket a value ends with): the calls parse and the tail is content, one-shot and
+    streamed, on every transformers release the project supports (5.24 holds a close reported after its
+    start: the region's close also stands on the value's end)."""
+    calls = '[CALLS] [{"name": "get_weather", "arguments": {"city": "Paris ]"}, "id": "c1"}, {"name": "f", "arguments": {}, "id": "c2"}]'
+    for msg in both(template("bracket-marker-list"), calls + after):
+        assert [(c["id"], c["function"]["name"]) for c in msg["tool_calls"]] == [("c1", "get_weather"), ("c2", "f")]
+        assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris ]"}
+        assert (msg.get("content") or "") == after.strip()
+
+
+def test_a_second_list_glued_to_the_first_is_content():
+    text = '[CALLS][{"name": "f", "arguments": {}, "id": "c1"}][{"name": "g", "arguments": {}, "id": "c2"}]'
+    for msg in both(template("bracket-marker-list"), text):
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["f"]
+        assert msg["content"] == '[{"name": "g", "arguments": {}, "id": "c2"}]'

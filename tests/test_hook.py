@@ -207,3 +207,18 @@ def test_refused_template_attaches_nothing_with_one_warning(tmp_path, caplog):
         cache.clear_memory()
     entry = json.loads(next(cache.cache_dir().glob("*.json")).read_text())
     assert entry["response_template"] is None and entry["verdict"]["status"] == "refused"
+
+
+def test_cached_results_belong_to_one_transformers_release(monkeypatch):
+    """A verdict is a fact about one parser (5.24 holds matches 5.23 committed): a cached template verified
+    under another transformers release is not reused."""
+    import importlib.metadata
+
+    from autoparser import cache
+
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    here = cache.code_fingerprint()
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.0.1" if name == "transformers" else real(name))
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    assert cache.code_fingerprint() != here

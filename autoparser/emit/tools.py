@@ -485,7 +485,10 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     warnings = ["pythonic True/False/None come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
     name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
     sec, sec_end = t.section_start.strip(), t.section_end.strip()
-    sep = _flex(t.call_separator) if t.call_separator.strip() else r"\s*,\s*"
+    # Calls one per line (the template's separator is whitespace: OLMo 3, MiniCPM 3) are written so by
+    # models too, or as a Python list with commas; a comma alone is what a list literal allows.
+    raw = t.call_separator
+    sep = _flex(raw) if raw.strip() else (r"(?:\s*,\s*|\s+)" if raw else r"\s*,\s*")
     close = re.escape(t.call_end)
     if sec:
         inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
@@ -743,7 +746,11 @@ def never_raises(field: dict) -> dict:
     # the opener itself ends with one, the shape is checked again (after the balanced check, so once).
     opener = _open_regex(field)
     ends_value = bool(re.search(r"\\[\]}]\)?$", opener))
-    check, start = (rf"(?={shape})", "") if ends_value else ("", r"(?<![}\]])")
+    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    # A value starts right after the opener, or where no value ended: after a value's ``}``/``]`` the
+    # region's own value is over (a second value glued to it is content, not part of the region).
+    check, start = ((rf"(?={shape})", rf"(?:(?<![}}\]])|(?<={bare_opener}))") if ends_value
+                    else ("", r"(?<![}\]])"))
     value = (rf"\G{start}(?=\s*+(?&jb)(?:{follows})){check}\s*+(?&jb)\K"
              + (rf"(?:\s*(?:{close})|{cut_close})?" if cut else rf"(?:\s*(?:{close}))?" if close else ""))
     # The open: a value of that shape followed as the close expects it, or ending the text (the same
@@ -753,13 +760,13 @@ def never_raises(field: dict) -> dict:
     # runs once the value is whole (it ends where the balanced match ends).
     field["open_pattern"] = opener + rf"(?=\s*+(?&jb)(?:{follows}|\s*\Z))(?={shape})" + dialect.define()
     field.pop("close", None)
-    # After a pending cut close turned out to be none, the region ends at the value's end (``\G`` there
-    # follows a ``}`` or ``]``, and not the open's own: a stream may have flushed the value into the region
-    # while the close was pending, and then only ``\G`` alternatives are left to end it).
-    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    # The value's end, stood on: after a pending close turned out to be none, or a value streamed into the
+    # region while its close was pending, the region ends where the value ended (``\G`` follows a ``}`` or
+    # ``]``, and not the opener's own). It is also the match transformers 5.24 finds when it re-matches the
+    # ``\K`` alternative at its reported start to see whether it is final: the same span, so it commits.
     own = f"(?<!{bare_opener})" if ends_value else ""
-    after_cut = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))" if cut else ""
-    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_cut + dialect.define(grammar=ends_value)
+    after_value = rf"|\G(?<=[}}\]]){own}(?=(?:{tell}|{short}))"
+    field["close_pattern"] = value + (rf"|\G\s*(?:{close})" if close else "") + (rf"|\G{cut_close}" if cut else "") + after_value + dialect.define(grammar=ends_value)
     keys = list(field)
     order = ["open_pattern"] + [k for k in keys if k != "open_pattern"]
     field = {k: field[k] for k in order}
