@@ -142,6 +142,8 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         return _bare_json_run(t, ends, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
+    if start and t.array_wrapped and t.call_keys == ("name", "arguments") and _plain_json(t) and t.name_path == ("name",) and t.args_path == ("arguments",):
+        return _json_array_whole(t, start, end, ends)
     if start and _head_decides(t):
         if end and t.call_keys == ("name", "arguments"):
             return _json_whole(t, start, end, ends)
@@ -183,6 +185,48 @@ def _loose(literal: str) -> str:
     """``literal`` with a space where a marker meets other text (``<tool_call>\\n``): ``_flex`` then allows any
     whitespace there, as between two markers."""
     return re.sub(r"(?<=[>\]])(?=[^\s<\[])|(?<=[^\s>\]])(?=[<\[])", " ", literal)
+
+
+def _plain_json(t: Tools) -> bool:
+    return not t.name_is_key and not t.shared_start and not t.id_path and not t.arguments.string_delims and not t.arguments.unquoted_keys
+
+
+def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON array of call objects of exactly ``name`` and ``arguments`` after an opener
+    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object, read whole as the message's ``function`` (as
+    ``_json_whole``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
+    one right after the previous object's ``}`` and a comma; whether it is a call is decided as in
+    ``_json_whole``: within ``CALL_WINDOW`` characters, a whole object of both keys followed by ``,`` or ``]``,
+    or a long call's head. A call closes at its ``}`` before ``, {"name"`` (the next call) or before ``]`` and
+    the section's end (or the turn's end, or the end of the text).
+
+    The array read as one region, checked whole before it opened, held every call back until the array
+    ended and re-read it on every delta. The price: an argument holding ``}, {"name"`` splits its call there
+    (the call's text is kept), and the array's own ``[``/``]`` are consumed by the calls, not read."""
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + r")\s*\[\s*"
+    finals = ([_flex(_loose(end))] if end else []) + literals(ends)
+    stops = "|".join(finals) if finals else ""
+    no_stop = f"(?!{stops})" if stops else ""
+    dialect = _Dialect()
+    short = rf"(?=(?&jb)\s*[,\]])(?={dialect.object_with(['name', 'arguments'])})"
+    _, head = _call_head(t)
+    head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    long = rf"(?={head}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
+    decide = f"(?:{long}|{short})"
+    later = r"(?<=\}\s{0,64},\s{0,64})"
+    field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
+    # With no section end, the array ends before the turn's end, the text's end, or text on a new line (a raw
+    # newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or ``]`` continue a value).
+    tail = (rf"\s*\](?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))" if not end
+            else rf"\s*\]\s*{then_space(_flex(_loose(end)))}")
+    close = rf"(?<=\}})\s*,\s*(?=\{{\s*\"name\")|(?<=\}}){tail}"
+    if ends:
+        close += rf"|(?={'|'.join(literals(ends))})"
+    field["close_pattern"] = close
+    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": {"type": "function", "function": "{content}"}})
+    return field, []
 
 
 def _head_decides(t: Tools) -> bool:
