@@ -175,6 +175,21 @@ def test_a_long_call_that_breaks_is_kept_as_text(tail):
         assert "x" * 2000 in msg["tool_calls"][0]["function"]
 
 
+def test_a_long_call_in_a_json_array_streams_and_the_next_one_opens_after_it():
+    """An array of calls is one region per object, each decided within CALL_WINDOW characters: a long
+    argument streams, the call after it opens at its head, and ``[CALLS][garbage]`` stays content."""
+    spec = template("tools-only")
+    code = "x = {'k': [1, 2]}  # </b>\n" * 300
+    calls = [{"name": "write_file", "arguments": {"content": code}}, {"name": "get_weather", "arguments": {"city": "Paris"}}]
+    text = "[CALLS]" + json.dumps(calls) + "[/CALLS][END]"
+    held, msg = held_back(spec, text)
+    assert held <= CALL_WINDOW + 64, held
+    assert msg == parse_response(text, spec, prefix="")
+    assert [c["function"] for c in msg["tool_calls"]] == calls
+    for msg in both(spec, "Hi.[CALLS][garbage][/CALLS][END]"):
+        assert "tool_calls" not in msg and "[CALLS][garbage]" in msg["content"]
+
+
 def test_an_unclosed_headed_message_ends_where_the_next_begins():
     """A channel message left without its end (``…<|begin|>assistant…`` right after it) ends there."""
     spec = template("channels")
