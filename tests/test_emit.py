@@ -9,7 +9,7 @@ import pytest
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from autoparser.emit.template import LONE_CLOSE_WINDOW, _literal_prefix
-from autoparser.emit.tools import CALL_WINDOW
+from autoparser.emit.streamed_calls import CALL_WINDOW
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
