@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import regex as re
 
-from ..analysis.model import Tools
-from .tools import _W, _Dialect, _call_head, _call_transform, _flex, _openers, literals, then_space
+from ..analysis.model import Analysis, Tools
+from .tools import _W, _Dialect, _call_head, _call_transform, _flex, _openers, literals, never_raises, then_space, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -131,3 +131,22 @@ def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, l
     field = {"open_pattern": open_pattern, "close_pattern": close, "repeats": True, "content": "json",
              "transform": _call_transform("{name}", "{content}", None)}
     return field, []
+
+
+def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
+    """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
+    t = a.tools
+    if t.format != "JSON_NATIVE" or t.family in ("unknown", "nameless") or not _plain_json(t):
+        return tool_field(a)
+    start, end = t.call_start.strip(), t.call_end.strip()
+    if t.content_opener:  # the content with the calls comes first; the calls open after it
+        start = start[len(t.content_opener):].strip()
+    ends = list(a.turn.end_markers)
+    warnings = [f"not covered: {u}" for u in t.uncovered]
+    if start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
+        field, w = _json_array_whole(t, start, end, ends)
+    elif start and _head_decides(t):
+        field, w = _json_whole(t, start, end, ends) if end and t.call_keys == ("name", "arguments") else _json_head(t, start, end, ends)
+    else:
+        return tool_field(a)
+    return never_raises(field), warnings + w

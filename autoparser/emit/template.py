@@ -21,7 +21,8 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
-from .tools import dropped_section, esc, literals, one, then_space, tool_field
+from .streamed_calls import streamed_tool_field
+from .tools import dropped_section, esc, literals, one, then_space
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -237,7 +238,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                             f"{LONE_CLOSE_WINDOW} characters of the reply's start (or the prompt's own prefill opens the reply), "
                             f"so a stream is held back by that much at most")
     if t.format != "NONE":
-        field, tool_warnings = tool_field(a)
+        field, tool_warnings = streamed_tool_field(a)
         warnings += tool_warnings
         if field:
             fields["tool_calls"] = field

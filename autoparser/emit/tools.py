@@ -142,14 +142,6 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         return _bare_json_run(t, ends, reasoning_end)
     if t.shared_start:
         return _json_run(t, start, ends)
-    from .streamed_calls import _head_decides, _json_array_whole, _json_head, _json_whole, _plain_json  # they build on this module
-
-    if start and t.array_wrapped and t.call_keys == ("name", "arguments") and _plain_json(t) and t.name_path == ("name",) and t.args_path == ("arguments",):
-        return _json_array_whole(t, start, end, ends)
-    if start and _head_decides(t):
-        if end and t.call_keys == ("name", "arguments"):
-            return _json_whole(t, start, end, ends)
-        return _json_head(t, start, end, ends)
     field: dict = {}
     key = re.escape(t.first_key)
     obj = rf"\{{\s*\"{key}\""  # a call object's start
