@@ -52,7 +52,7 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
             else rf"\s*\]\s*{then_space(_flex(_loose(end)))}")
     close = rf"(?<=\}})\s*,\s*(?=\{{\s*\"name\")|(?<=\}}){tail}"
     if ends:
-        close += rf"|(?={'|'.join(literals(ends))})"
+        close += rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})"
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": {"type": "function", "function": "{content}"}})
@@ -90,13 +90,14 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     dialect = _Dialect()
     # The first close (or the end) within the window, right after a ``}`` (no close inside a string), where a
     # balanced value ends, of the call's shape.
-    first = rf"(?=(?:(?!{stops})[\s\S]){{0,{CALL_WINDOW}}}+(?<=\}}\s{{0,64}})(?:{stops}|\Z))"
+    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s{{0,64}})\Z))"
     short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z))(?={_W}{dialect.object_with(['name', 'arguments'])})"
     _, head = _call_head(t)
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
     field: dict = {"open_pattern": f"{opener}(?:{long}|{short}){dialect.define()}"}
-    field["close_pattern"] = then_space(close) + (rf"|(?={'|'.join(literals(ends))})" if ends else "")
+    # The object's ``}`` then the close: a close marker inside a string argument is text.
+    field["close_pattern"] = rf"(?<=\}})\s*{then_space(close)}" + (rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})" if ends else "")
     # ``allow_non_json`` here: ``never_raises`` leaves a field whose open already checks a value alone.
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": {"type": "function", "function": "{content}"}})
