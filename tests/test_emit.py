@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
-from autoparser.emit.template import _literal_prefix
+from autoparser.emit.template import LONE_CLOSE_WINDOW, _literal_prefix
+from autoparser.emit.streamed_calls import CALL_WINDOW
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -122,6 +123,72 @@ def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_
     for name in ("chatml-think", "reasoning-switch"):
         for msg in both(template(name), text):
             assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
+
+
+def held_back(spec: dict, text: str, prefix: str = "") -> tuple[int, dict]:
+    """(the most characters the streaming parser held back after any character, the message)."""
+    p = ResponseParser(spec, prefix=prefix)
+    held = 0
+    for ch in text:
+        p.feed(ch)
+        held = max(held, len(p._buffer) - p._pos)
+    return held, p.finalize()[0]
+
+
+@pytest.mark.parametrize("name, close, end", [("forced-closed", "<|/think|>", "<|/turn|>"), ("delimiter-only", "<|/thought|>", "<|end|>")])
+def test_a_close_with_no_opener_decides_within_a_window(name, close, end):
+    """Text before a close with no opener is reasoning where the close comes within LONE_CLOSE_WINDOW
+    characters of the reply's start: a reply that writes no close streams once past that window (it was
+    held back whole, re-read on every delta), and longer reasoning written without its opener stays
+    content, the close with it (nothing lost)."""
+    spec = template(name)
+    for msg in both(spec, f"Let me reason.{close}\n\nThe answer.{end}"):
+        assert (msg.get("thinking"), msg["content"]) == ("Let me reason.", "The answer.")
+    reply = "An answer that goes on. " * 400
+    held, msg = held_back(spec, reply + end)
+    assert held <= LONE_CLOSE_WINDOW + len(close) and msg["content"] == reply.strip() and "thinking" not in msg
+    long = "Reasoning that goes on. " * 40 + close + "The answer."
+    for msg in both(spec, long + end):
+        assert "thinking" not in msg and msg["content"] == long
+
+
+def test_a_long_json_argument_streams_as_it_arrives():
+    """A call decides whether it is one within CALL_WINDOW characters (its head, or a whole short object), so
+    a long argument streams into the region instead of being held back to the call's end and re-read on
+    every delta; the message is the same one-shot and streamed."""
+    spec = template("chatml-think")
+    code = "def f(x):\n    return {'a': [x, \"</b>\"]}\n" * 400
+    call = json.dumps({"name": "write_file", "arguments": {"path": "a.py", "content": code}})
+    text = f"<think>\nPlan.\n</think>\n\n<tool_call>\n{call}\n</tool_call><|im_end|>"
+    held, msg = held_back(spec, text)
+    assert held <= CALL_WINDOW + 64, held
+    assert msg == parse_response(text, spec, prefix="")
+    assert msg["tool_calls"][0]["function"] == {"name": "write_file", "arguments": {"path": "a.py", "content": code}}
+
+
+@pytest.mark.parametrize("tail", ["", "<|im_end|>", "\n</tool_call>\nMore.<|im_end|>"])
+def test_a_long_call_that_breaks_is_kept_as_text(tail):
+    """Past the window a call with a call's head is one: cut or malformed later, its object comes back as its
+    text in ``function`` (never raised, nothing lost); a short one that is not JSON stays content."""
+    spec = template("chatml-think")
+    text = '<tool_call>\n{"name": "write_file", "arguments": {"content": "' + "x" * 2000 + tail
+    for msg in both(spec, text):
+        assert "x" * 2000 in msg["tool_calls"][0]["function"]
+
+
+def test_a_long_call_in_a_json_array_streams_and_the_next_one_opens_after_it():
+    """An array of calls is one region per object, each decided within CALL_WINDOW characters: a long
+    argument streams, the call after it opens at its head, and ``[CALLS][garbage]`` stays content."""
+    spec = template("tools-only")
+    code = "x = {'k': [1, 2]}  # </b>\n" * 300
+    calls = [{"name": "write_file", "arguments": {"content": code}}, {"name": "get_weather", "arguments": {"city": "Paris"}}]
+    text = "[CALLS]" + json.dumps(calls) + "[/CALLS][END]"
+    held, msg = held_back(spec, text)
+    assert held <= CALL_WINDOW + 64, held
+    assert msg == parse_response(text, spec, prefix="")
+    assert [c["function"] for c in msg["tool_calls"]] == calls
+    for msg in both(spec, "Hi.[CALLS][garbage][/CALLS][END]"):
+        assert "tool_calls" not in msg and "[CALLS][garbage]" in msg["content"]
 
 
 def test_an_unclosed_headed_message_ends_where_the_next_begins():

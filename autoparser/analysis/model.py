@@ -92,6 +92,7 @@ class Tools:
     array_wrapped: bool = False
     name_is_key: bool = False
     first_key: str = ""
+    call_keys: tuple[str, ...] = ()  # JSON_NATIVE: the keys of a call object as the template writes them, in order
     # tag formats
     index_in_header: bool = False  # e.g. functions.name:0
     id_in_header: bool = False

@@ -555,6 +555,7 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
         array_wrapped=array,
         name_is_key=name_is_key,
         first_key=first_key,
+        call_keys=tuple(str(k) for k in element) if isinstance(element, dict) else (),
         uncovered=tuple(uncovered),
         shared_start=shared,
     )

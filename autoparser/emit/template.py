@@ -23,7 +23,8 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
-from .tools import dropped_section, esc, literals, one, then_space, tool_field
+from .streamed_calls import streamed_tool_field
+from .tools import dropped_section, esc, literals, one, then_space
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -88,14 +89,21 @@ def anchor_tokens(a: Analysis) -> list[str]:
     return out
 
 
-def reasoning_open(r, token: str = "") -> str:
+LONE_CLOSE_WINDOW = 512  # how far into a reply a close with no opener makes the text before it reasoning
+
+
+def reasoning_open(r, token: str = "", ends=()) -> str:
     r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
     too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
     (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
     vLLM's Mistral parsers split it. A bare literal, so the ``regex`` module skips to it and nothing is held.
     An opener written twice (the prompt opened it and the model writes it again) opens once: the close's
     ``repeated_opener`` ends the first, empty, block where the second starts. With ``lone_close`` text before
-    a close with no opener is reasoning too (held back until that close or the end of the message).
+    a close with no opener is reasoning too, where the close comes within ``LONE_CLOSE_WINDOW`` characters of
+    the reply's start (before the opener or an end marker ``ends``): the lookahead decides within that window,
+    so a stream is held back by it at most and each delta re-reads no more than it (looking for the close
+    anywhere ahead held the whole reply back and re-read it on every delta). Longer reasoning written
+    without its opener stays content, the close with it (no text lost).
 
     ``token``: an opener made of a token and a word (Gemma 4's ``<|channel>thought``) also opens on the token
     alone, the word taken when written (``<|channel>first thought<channel|>``: reasoning ``first thought``;
@@ -105,8 +113,31 @@ def reasoning_open(r, token: str = "") -> str:
         return rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
     opener = esc(r.start)
     if r.lone_close and r.end:
-        opener += rf"|\A(?=(?:(?!{esc(r.start)})[\s\S])*?{esc(r.end)})"
+        stop = "|".join(literals([r.start, *ends]))
+        opener += rf"|\A(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
     return opener
+
+
+def delimited_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> dict:
+    r"""Reasoning marked only by its end (``R<|/thought|>C``): what precedes the end is reasoning where the end
+    comes within ``LONE_CLOSE_WINDOW`` characters of the reply's start (before a call or the turn's end), or
+    where the reply starts with the plain phrase the generation prompt prefills after its anchor (Apriel's
+    ``Here are my reasoning steps:``; the prompt opened reasoning). Both decide within a bounded look at the
+    reply's start: waiting for the end marker anywhere ahead held the whole reply back, re-read on every
+    delta. A reply opened by the phrase is reasoning until the end marker, a call or the turn's end."""
+    r = a.reasoning
+    stops = "|".join(literals([*ends, *openers]))
+    stop = f"(?!{stops})" if stops else ""
+    alts = [rf"\A(?=(?:{stop}[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"]
+    gp = a.turn.generation_prompt
+    anchor = max((x for x in a.turn.anchors if x and x in gp), key=len, default="")
+    phrase = gp[gp.rfind(anchor) + len(anchor):].strip() if anchor else ""
+    if phrase and not MARKER.search(phrase) and r.end not in phrase:
+        alts.insert(0, rf"\A(?=\s*{esc(phrase)})")
+    close = then_space(esc(r.end))
+    if stops and len(alts) > 1:  # opened by the phrase: the end may never come
+        close += rf"|(?={stops})"
+    return {"open_pattern": "|".join(alts), "close_pattern": close, "content": "text"}
 
 
 def repeated_opener(start: str, lead: str = "") -> str:
@@ -230,13 +261,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     token = markers(r.start)[:1] if r.mode != "NONE" and r.start else []
     token = [x for x in token if x != r.start.strip() and r.start.startswith(x)]
     lead_open = lead + "".join(rf"(?:{esc(x)}\s*)?" for x in token)
+    ends = list(a.turn.end_markers) + [m for m in t.end_markers if m not in a.turn.end_markers]
+    leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
+    openers = list(dict.fromkeys(m.group(0) for m in leads if m))
     if r.mode != "NONE":
         if r.start:
             # The token alone opens reasoning unless the content wrapper starts with it too (``<|channel>answer``).
             alone = token[0] if token and not r.lone_close and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
-            f = {"open_pattern": reasoning_open(r, alone)}
-            leads = [MARKER.match(o.strip()) for o in (t.section_start, t.call_start)] if t.format != "NONE" else []
-            openers = list(dict.fromkeys(m.group(0) for m in leads if m))
+            f = {"open_pattern": reasoning_open(r, alone, ends)}
             if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
                 # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
@@ -250,19 +282,19 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             f["content"] = "text"
             fields[reasoning_field] = f
             if r.lone_close and r.end:
-                warnings.append(f"text before a {r.end!r} with no {r.start!r} is reasoning: a stream whose reply does not start with "
-                                f"{r.start!r} (and no prompt opened it) is held back until {r.end!r} or the end of the message")
+                warnings.append(f"text before a {r.end!r} with no {r.start!r} is reasoning where the {r.end!r} comes within "
+                                f"{LONE_CLOSE_WINDOW} characters of the reply's start: a stream whose reply does not start with {r.start!r} "
+                                f"(and no prompt opened it) is held back by that much at most")
         elif r.end:
-            # Only an end delimiter: what precedes it is reasoning, if it comes at all. The lookahead
-            # decides that exactly, at the price of holding a stream back until it does.
-            fields[reasoning_field] = {"open_pattern": rf"\A(?=[\s\S]*?{esc(r.end)})", "close_pattern": then_space(esc(r.end)), "content": "text"}
-            warnings.append(f"reasoning has no start marker, only the end {r.end!r}: a stream is held back until it or the end of the message arrives")
+            fields[reasoning_field] = delimited_reasoning(a, ends, openers)
+            warnings.append(f"reasoning has no start marker, only the end {r.end!r}: text before it is reasoning where it comes within "
+                            f"{LONE_CLOSE_WINDOW} characters of the reply's start (or the prompt's own prefill opens the reply), "
+                            f"so a stream is held back by that much at most")
     if t.format != "NONE":
-        field, tool_warnings = tool_field(a)
+        field, tool_warnings = streamed_tool_field(a)
         warnings += tool_warnings
         if field:
             fields["tool_calls"] = field
-    ends = list(a.turn.end_markers) + [m for m in t.end_markers if m not in a.turn.end_markers]
     # Markers that may follow a closed region but belong to no field (a tool section's end, the
     # content wrapper opened after reasoning): as closes of the implicit field they are consumed
     # without opening it, so they neither leak into content nor overwrite it.

@@ -1,0 +1,153 @@
+"""JSON call fields whose every delimiter decides from a bounded look (docs/FORMATS.md §9): a call's head, or a
+window of ``CALL_WINDOW`` characters, never a whole value. Part of the emitter, beside ``tools``."""
+
+from __future__ import annotations
+
+import regex as re
+
+from ..analysis.model import Analysis, Tools
+from .tools import _W, _Dialect, _call_head, _call_transform, _flex, _openers, literals, never_raises, then_space, tool_field
+
+CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
+
+
+def _loose(literal: str) -> str:
+    """``literal`` with a space where a marker meets other text (``<tool_call>\\n``): ``_flex`` then allows any
+    whitespace there, as between two markers."""
+    return re.sub(r"(?<=[>\]])(?=[^\s<\[])|(?<=[^\s>\]])(?=[<\[])", " ", literal)
+
+
+def _plain_json(t: Tools) -> bool:
+    return not t.name_is_key and not t.shared_start and not t.id_path and not t.arguments.string_delims and not t.arguments.unquoted_keys
+
+
+def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON array of call objects of exactly ``name`` and ``arguments`` after an opener
+    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object, read whole as the message's ``function`` (as
+    ``_json_whole``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
+    one right after the previous object's ``}`` and a comma; whether it is a call is decided as in
+    ``_json_whole``: within ``CALL_WINDOW`` characters, a whole object of both keys followed by ``,`` or ``]``,
+    or a long call's head. A call closes at its ``}`` before ``, {"name"`` (the next call) or before ``]`` and
+    the section's end (or the turn's end, or the end of the text).
+
+    The array read as one region, checked whole before it opened, held every call back until the array
+    ended and re-read it on every delta. The price: an argument holding ``}, {"name"`` splits its call there
+    (the call's text is kept), and the array's own ``[``/``]`` are consumed by the calls, not read."""
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + r")\s*\[\s*"
+    finals = ([_flex(_loose(end))] if end else []) + literals(ends)
+    stops = "|".join(finals) if finals else ""
+    no_stop = f"(?!{stops})" if stops else ""
+    dialect = _Dialect()
+    short = rf"(?=(?&jb)\s*[,\]])(?={dialect.object_with(['name', 'arguments'])})"
+    _, head = _call_head(t)
+    head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    long = rf"(?={head}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
+    decide = f"(?:{long}|{short})"
+    later = r"(?<=\}\s{0,64},\s{0,64})"
+    field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
+    # With no section end, the array ends before the turn's end, the text's end, or text on a new line (a raw
+    # newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or ``]`` continue a value).
+    tail = (rf"\s*\](?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))" if not end
+            else rf"\s*\]\s*{then_space(_flex(_loose(end)))}")
+    close = rf"(?<=\}})\s*,\s*(?=\{{\s*\"name\")|(?<=\}}){tail}"
+    if ends:
+        close += rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})"
+    field["close_pattern"] = close
+    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": {"type": "function", "function": "{content}"}})
+    return field, []
+
+
+def _head_decides(t: Tools) -> bool:
+    """Whether a call opens on its head (``_json_head``): one call object per region, of exactly a name and an
+    arguments key in that order, in standard JSON (a dialect's strings would need the whole value checked)."""
+    return (not t.array_wrapped and not t.name_is_key and not t.shared_start and not t.id_path and not t.arguments.string_delims
+            and not t.arguments.unquoted_keys and len(t.name_path) == len(t.args_path) == 1
+            and t.call_keys == (t.name_path[0], t.args_path[0]))
+
+
+def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON call object of exactly ``name`` and ``arguments`` between an opener and a close marker
+    (``<tool_call>{"name": "f", "arguments": {…}}</tool_call>``): the region is the object, read whole as the
+    message's ``function`` (``{content}``, as transformers' own Qwen template reads it). Nothing is indexed
+    into the parsed value, so no text makes the parser raise: an object that does not parse comes back as
+    its text (``allow_non_json``, added by ``never_raises``).
+
+    Whether the text after the opener is a call is decided within ``CALL_WINDOW`` characters: a call whose
+    object ends within them is one when it is a JSON object with both keys followed by the close (or the
+    turn's end, or the end of the text), and text that is not stays in content, visible; a call longer than
+    the window is one when its head is ``{"name": "…", "arguments":`` and no close came. So a stream holds
+    back at most the window and re-reads no more than it per delta, and a long argument streams as it
+    arrives. Checking the whole value before the call opened held a call back until its end and re-read it
+    on every delta (a 64k-character argument: quadratic). The price: a malformed call longer than the
+    window is a call whose ``function`` is its text, and a close marker inside a string argument of a long
+    call ends it there."""
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
+    close = _flex(_loose(end))
+    stops = "|".join([close, *literals(ends)])
+    dialect = _Dialect()
+    # The first close (or the end) within the window, right after a ``}`` (no close inside a string), where a
+    # balanced value ends, of the call's shape.
+    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s{{0,64}})\Z))"
+    short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z))(?={_W}{dialect.object_with(['name', 'arguments'])})"
+    _, head = _call_head(t)
+    head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
+    field: dict = {"open_pattern": f"{opener}(?:{long}|{short}){dialect.define()}"}
+    # The object's ``}`` then the close: a close marker inside a string argument is text.
+    field["close_pattern"] = rf"(?<=\}})\s*{then_space(close)}" + (rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})" if ends else "")
+    # ``allow_non_json`` here: ``never_raises`` leaves a field whose open already checks a value alone.
+    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": {"type": "function", "function": "{content}"}})
+    return field, []
+
+
+def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON call that opens on its head, ``<|function_call|>{"name": "<name>", "parameters": `` (the name a
+    capture), and whose region is the arguments: committable from a bounded look (the head), and the
+    arguments stream into the region as they arrive. Nothing is indexed into the parsed value (``{name}``
+    and ``{content}``), so no region can make the parser raise: arguments that do not parse (cut, malformed)
+    come back as their text (``allow_non_json``, added by ``never_raises``). The region closes at the call
+    object's ``}`` right before the close marker, the turn's end, the next call or the end of the text, or
+    (with no close marker) before text on a new line.
+
+    As ``_json_whole``, this replaces a lookahead for a whole value that held the call back; the price: the
+    name is read as written (no JSON escapes), keys in another order are no call (content), and an argument
+    string holding ``}`` and the close marker ends the call there."""
+    _, head = _call_head(t)
+    head = head.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")  # a bounded look, even at a name never closed
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    open_pattern = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + rf")\s*{head}"
+    finals = literals(ends) + [r"\Z"]
+    close = (rf"\}}\s*{then_space(_flex(_loose(end)))}|" if end else "") + rf"\}}\s*(?={'|'.join(finals)})"
+    if not end:
+        close += rf"|\}}\s*(?={'|'.join(literals(_openers(t, start)))})"  # no close marker: the next call's opener
+        # Text after a call with no close marker, on a new line: a raw newline never stands inside a JSON
+        # string, and after the object's ``}`` only ``,``, ``}`` or ``]`` could continue a value (nor a marker
+        # that ends or opens a call there).
+        marks = {m.strip()[0] for m in [*ends, *_openers(t, start)] if m.strip()}
+        close += r"|\}(?=[ \t]*\n\s*[^\s,}\]" + "".join(re.escape(c) for c in sorted(marks)) + "])"
+    field = {"open_pattern": open_pattern, "close_pattern": close, "repeats": True, "content": "json",
+             "transform": _call_transform("{name}", "{content}", None)}
+    return field, []
+
+
+def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
+    """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
+    t = a.tools
+    if t.format != "JSON_NATIVE" or t.family in ("unknown", "nameless") or not _plain_json(t):
+        return tool_field(a)
+    start, end = t.call_start.strip(), t.call_end.strip()
+    if t.content_opener:  # the content with the calls comes first; the calls open after it
+        start = start[len(t.content_opener):].strip()
+    ends = list(a.turn.end_markers)
+    warnings = [f"not covered: {u}" for u in t.uncovered]
+    if start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
+        field, w = _json_array_whole(t, start, end, ends)
+    elif start and _head_decides(t):
+        field, w = _json_whole(t, start, end, ends) if end and t.call_keys == ("name", "arguments") else _json_head(t, start, end, ends)
+    else:
+        return tool_field(a)
+    return never_raises(field), warnings + w
