@@ -223,7 +223,10 @@ def test_batch_write_keeps_the_rest_of_tokenizer_config(tmp_path, style):
     written = (d / "tokenizer_config.json").read_bytes().decode("utf-8")
     config = json.loads(written.removeprefix("\ufeff"))
     template = json.loads((tmp_path / "out" / "chatml-think-" f"{_stem_hash('./chatml-think')}.json").read_text())["response_template"]
-    assert config == {**json.loads(original.removeprefix("\ufeff")), "response_template": template}
+    from autoparser.emit import served
+
+    # the form vLLM and SGLang accept (they load tokenizer_config.json): the library form without join
+    assert config == {**json.loads(original.removeprefix("\ufeff")), "response_template": served(template)}
     assert _without_member(written, "response_template") == _without_member(original, "response_template")
     assert sorted(p.name for p in d.iterdir()) == ["chat_template.jinja", "tokenizer_config.json"]  # no temporary left
 

@@ -24,7 +24,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .tools import dropped_section, esc, literals, one, then_space
+from .tools import dropped_section, esc, literals, one, prefix_safe, then_space
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -332,7 +332,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # ``助手：``) ends where a call's marker opens, left to the call (zero-width).
         opener = (t.section_start or t.call_start).strip() if t.format != "NONE" and not t.headed.kind else ""
         if close and opener and markers(opener) and opener not in close:
-            f["close_pattern"] = "|".join([*(esc(x) for x in close), f"(?={esc(opener)})"])
+            f["close_pattern"] = "|".join([prefix_safe(close), f"(?={esc(opener)})"])
         elif close:
             f["close"] = one(close)
         f["content"] = "text"

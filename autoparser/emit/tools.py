@@ -29,6 +29,23 @@ def literals(marks) -> list[str]:
     return [esc(m) for m in sorted(dict.fromkeys(marks), key=len, reverse=True)]
 
 
+def prefix_safe(marks) -> str:
+    r"""Literal markers as one regex alternation in which a marker that begins a longer one never wins while
+    the longer one may still be arriving: longest first, and the shorter refuses to match when all that
+    follows it is a beginning of a longer one's rest (``<\|close\|>(?!(?:r|re|…)\Z)``). transformers
+    judges a regex match final once it does not end at the buffer's edge, and the ``regex`` module's
+    partial search prefers a complete match to a partial one: with plain alternatives ``<|close|>``
+    matched inside ``<|close|>r`` is final while ``<|close|>response<|sep|>`` arrives, so a stream would
+    commit the short marker and leave the rest as text."""
+    marks = sorted({m for m in marks if m}, key=len, reverse=True)
+    out = []
+    for m in marks:
+        heads = sorted({x[len(m):len(m) + k] for x in marks if x != m and x.startswith(m) for k in range(1, len(x) - len(m))}
+                       | {x[len(m):] for x in marks if x != m and x.startswith(m)}, key=len, reverse=True)
+        out.append(esc(m) + (f"(?!(?:{'|'.join(map(esc, heads))})\\Z)" if heads else ""))
+    return "|".join(out)
+
+
 def _flex(literal: str) -> str:
     r"""Regex for a literal marker run: any whitespace (or none) where the template put whitespace, and
     any between two markers the template wrote adjacent (``</function></tool_call>``): models and

@@ -255,6 +255,8 @@ def _norm_calls(calls) -> list:
     out = []
     for c in calls or []:
         fn = c.get("function", {}) if isinstance(c, dict) else {}
+        if not isinstance(fn, dict):  # a call kept as its text (a long call that did not parse): no name, its text
+            fn = {"arguments": fn}
         out.append({"name": fn.get("name"), "arguments": fn.get("arguments"), "id": c.get("id") if isinstance(c, dict) else None})
     return out
 
