@@ -128,7 +128,7 @@ def _base(report) -> dict:
     per = report.per_field()
     return {"status": "full", "fields": {f: per.get(f, "absent") for f in FIELDS}, "dropped": [], "uncovered": [],
             "first_failure": report.first_line(), "reason": None, "counts": report.counts(), "limits": report.limits(),
-            "tool_capabilities": capabilities(report), "realistic": {}, "realistic_failures": {}}  # the last two: ``_realistic``
+            "tool_capabilities": capabilities(report), "realistic": {}, "realistic_failures": {}, "text_lost": []}  # the last three: ``_realistic``
 
 
 def judge(report, template: dict, a: Analysis, reasoning_field: str) -> dict:
