@@ -195,6 +195,9 @@ def _current_commit(repo_id: str, revision: str | None, label: str, wait: float)
         return e.response.headers.get("X-Repo-Commit") if e.response is not None else None
     if isinstance(e, HfHubHTTPError):
         raise _Unreachable(f"HTTP {e.response.status_code}" if e.response is not None else _first_line(e))
+    if isinstance(e, TimeoutError) or any("Timeout" in c.__name__ for c in type(e).__mro__):
+        # the HTTP library's own timeout (httpx's ReadTimeout) can fire a moment before the thread's: the same fact
+        raise _Unreachable(f"no answer within {wait:g} s")
     if isinstance(e, Exception):  # connection refused, timed out, no such host: each HTTP library spells these its own way
         raise _Unreachable(_first_line(e))
     raise e
