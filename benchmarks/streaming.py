@@ -49,6 +49,7 @@ from autoparser.analysis.probes import Prober, assistant  # noqa: E402
 from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.render import Renderer, budget  # noqa: E402
 from autoparser.verify.roundtrip import VERIFY_TOOLS, _generation  # noqa: E402
+from bench import FAMILY  # noqa: E402  (which transformers fallback a corpus template's model gets)
 
 CORPUS = Path(os.environ.get("AUTOPARSER_CORPUS", "/work/shared/corpus/templates"))
 WILD = Path(os.environ.get("AUTOPARSER_WILD", str(CORPUS.parent / "wild" / "templates")))
@@ -56,15 +57,6 @@ TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 SERIES = ("reasoning", "plain", "no-opener", "big-arg", "calls")
 SIZES = (1000, 4000, 16000, 64000)
 CALLS = (3, 12, 50, 200)
-# Which transformers fallback a corpus template's model would get (its config's model_type).
-FAMILY = {
-    "Qwen-Qwen2.5-7B-Instruct": "qwen2",
-    "Qwen-QwQ-32B": "qwen2",
-    "Qwen-Qwen3-0.6B": "qwen3",
-    "Qwen3.5-4B": "qwen3_5",
-    "google-gemma-4-31B-it": "gemma4",
-    "google-gemma-4-31B-it-interleaved": "gemma4",
-}
 USER = [{"role": "user", "content": "Go."}]
 
 WORDS = ("the model considers each step carefully, checks the arithmetic (2 + 2 = 4) and writes code such as "
@@ -233,6 +225,15 @@ def fmt_us(run) -> str:
     return f"{run['us']:7.1f}"
 
 
+def _row(label: str, series: str, texts, r: dict, floor: str) -> str:
+    """One table row: per-size cost, growth, floor, hold-back and whether streamed equals one-shot."""
+    by = {run["size"]: run for run in r["runs"]}
+    held = f"{r['held_share'] * 100:5.2f}%" if r["held_share"] is not None else "     -"
+    return (f"{label} {series:9} " + " ".join(fmt_us(by.get(n)) for n, _, _ in texts)
+            + f" {r['growth']:6.1f} {floor} {r['held'] if r['held'] is not None else '-':>6} {held:>6} {r['same']}"
+            + ("  >budget" if r["stopped"] else ""))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=[])
@@ -289,23 +290,13 @@ def main(argv=None) -> int:
             r["floor"] = floor_growth(texts, args.delta)
             row = {"where": where, "template": name, "family": fam, "series": s, "kind": "emitted", **r}
             rows.append(row)
-            by = {run["size"]: run for run in r["runs"]}
-            line = f"{name[:34]:34} {fam[:14]:14} {s:9} " + " ".join(fmt_us(by.get(n)) for n, _, _ in texts)
-            held = f"{r['held_share'] * 100:5.2f}%" if r["held_share"] is not None else "     -"
-            line += f" {r['growth']:6.1f} {r['floor']:5.1f} {r['held'] if r['held'] is not None else '-':>6} {held:>6} {r['same']}"
-            line += "  >budget" if r["stopped"] else ""
-            print(line, flush=True)
+            print(_row(f"{name[:34]:34} {fam[:14]:14}", s, texts, r, f"{r['floor']:5.1f}"), flush=True)
             if steep(r) or r["stopped"] or (r["held_share"] or 0) > 0.01 or r["same"] is False or any(x["error"] for x in r["runs"]):
                 bad.append(row)
             if hand is not None and not args.no_hand:
                 h = scale(hand, texts, args.delta, args.budget)
                 rows.append({"where": where, "template": name, "family": fam, "series": s, "kind": "hand-written", **h})
-                by = {run["size"]: run for run in h["runs"]}
-                line = f"{'  hand-written ' + FAMILY[name]:34} {'':14} {s:9} " + " ".join(fmt_us(by.get(n)) for n, _, _ in texts)
-                held = f"{h['held_share'] * 100:5.2f}%" if h["held_share"] is not None else "     -"
-                line += f" {h['growth']:6.1f} {'':5} {h['held'] if h['held'] is not None else '-':>6} {held:>6} {h['same']}"
-                line += "  >budget" if h["stopped"] else ""
-                print(line, flush=True)
+                print(_row(f"{'  hand-written ' + FAMILY[name]:34} {'':14}", s, texts, h, f"{'':5}"), flush=True)
     emitted = [r for r in rows if r["kind"] == "emitted"]
     print(f"\n{len(emitted)} series over {len({r['template'] for r in emitted})} templates; "
           f"growth over target (> 6 and above the floor's) or stopped: {sum(1 for r in emitted if steep(r) or r['stopped'])}; "

@@ -169,3 +169,22 @@ def hub_env(fake_hub, tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         yield HubEnv(fake_hub, tmp_path, mp)
     _reload_hf_constants()  # back to the real environment's settings
+
+
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
+
+
+def make_tokenizer(chat_template, response_template=None):
+    """A real fast tokenizer: WordLevel over a tiny vocabulary plus the template's special tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[UNK]", *SPECIALS, *"abcdefghijklmnopqrstuvwxyz?."]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                  unk_token="[UNK]", additional_special_tokens=SPECIALS)
+    tok.chat_template = chat_template
+    if response_template is not None:
+        tok.response_template = response_template
+    return tok

@@ -8,12 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import corpus_template
+from conftest import corpus_template, make_tokenizer
 
 import autoparser
 from autoparser import cache
 
-SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
 SHIPPED = {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>", "content": "text"}}}
 CONVERSATION = [{"role": "user", "content": "What is two plus two?"}]
 REPLY = {"role": "assistant", "content": "It is four.", "reasoning_content": "Two plus two makes four."}
@@ -27,22 +26,6 @@ def isolated(monkeypatch, tmp_path):
     yield
     autoparser.disable()
     cache.clear_memory()
-
-
-def make_tokenizer(chat_template, response_template=None):
-    """A real fast tokenizer: WordLevel over a tiny vocabulary plus the template's special tokens."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["[UNK]", *SPECIALS, *"abcdefghijklmnopqrstuvwxyz?."]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  unk_token="[UNK]", additional_special_tokens=SPECIALS)
-    tok.chat_template = chat_template
-    if response_template is not None:
-        tok.response_template = response_template
-    return tok
 
 
 def saved(tmp_path, chat_template, response_template=None, name="tok"):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import make_tokenizer
 
 import autoparser
 from autoparser import cache, hook, plugin
@@ -28,7 +29,6 @@ PROSE_CALLS = (MODELS / "prose-calls.jinja").read_text(encoding="utf-8")
 # The reply is written twice, the second time cut short: no parser can give back the content (refused).
 REFUSED = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{{ m.content }}|{{ m.content[:3] }}"
            "{% else %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
 
 
 @pytest.fixture(autouse=True)
@@ -46,17 +46,7 @@ def isolated(monkeypatch, tmp_path):
 
 def model_dir(tmp_path, chat_template, response_template=None, name="model") -> Path:
     """A model directory as transformers saves one: a real fast tokenizer with the template."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["[UNK]", *SPECIALS, *"abcdefghijklmnopqrstuvwxyz?."]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  unk_token="[UNK]", additional_special_tokens=SPECIALS)
-    tok.chat_template = chat_template
-    if response_template is not None:
-        tok.response_template = response_template
+    tok = make_tokenizer(chat_template, response_template)
     path = tmp_path / name
     tok.save_pretrained(path)
     return path
