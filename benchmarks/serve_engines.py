@@ -26,6 +26,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -351,6 +352,12 @@ def ask(port: int, model: Path, case, seed: int, stream: bool, tools=True) -> tu
     if mode:
         body["chat_template_kwargs"] = dict(mode)
     status, got = post(port, body)
+    unbound = re.search(r"'(\w+)' is undefined", got) if status == 400 and isinstance(got, str) else None
+    if unbound and tools and not unbound.group(1).endswith("_token"):
+        # a template that reads the tools under its own name (firefunction's ``functions``): its clients pass
+        # them there, as JSON text, through the engine's chat_template_kwargs (as verify renders it)
+        body["chat_template_kwargs"] = {**body.get("chat_template_kwargs", {}), unbound.group(1): json.dumps(TOOLS)}
+        status, got = post(port, body)
     if status != 200:
         return f"HTTP {status}: {got}", None
     msg = streamed_message(got) if stream else got["choices"][0]["message"]
@@ -475,6 +482,7 @@ def opt_in_checks(engine: str, work: Path, args) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", choices=["vllm", "sglang"], required=True)
+    ap.add_argument("--summary", nargs="+", metavar="JSON", help="print the totals of earlier --json runs (merged) and stop")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--skip", nargs="*", default=[], help="templates (stems) not to run again")
     ap.add_argument("--cases", type=int, default=0, help="at most this many call cases per template (0: all)")
@@ -485,6 +493,9 @@ def main(argv=None) -> int:
                     help="import the engine's main-process modules here once and fork each server from this process")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (model dirs, server logs)")
     args = ap.parse_args(argv)
+    if args.summary:
+        runs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.summary]
+        return summarize(args.engine, [r for d in runs for r in d["rows"]], [c for d in runs for c in d["checks"]])
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run stops its server too (Server.__exit__)
     work = Path(tempfile.mkdtemp(prefix=f"serve-{args.engine}-"))
@@ -521,9 +532,25 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"work folder: {work}")
+    return summarize(args.engine, rows, checks)
+
+
+def refused_by_engine(row: dict) -> str:
+    """Why the engine answered every request of a template with the same HTTP 400 (its own prompt
+    rendering refusing the template, before any model or parser runs), or ''."""
+    fails = row.get("fails") or []
+    whys = {f.partition(": ")[2] for f in fails}
+    if row.get("cases") and len(fails) == 2 * row["cases"] and len(whys) == 1 and next(iter(whys)).startswith("HTTP 400"):
+        return next(iter(whys))
+    return ""
+
+
+def summarize(engine: str, rows: list, checks: list) -> int:
+    """The totals (printed); 1 when anything failed."""
     served = [r for r in rows if "skipped" not in r]
     full = lambda key: sum(1 for r in served if r["cases"] and r[key] == r["cases"])  # noqa: E731
-    print(f"\n== autoparser serve {args.engine} ({_version(args.engine)}), stand-in model execution ==")
+    seconds = sorted(r["seconds"] for r in served if "seconds" in r)
+    print(f"\n== autoparser serve {engine} ({_version(engine)}), stand-in model execution ==")
     print(f"templates with verified tool calls: {len(served)} (of {len(rows)}; the rest: "
           f"{', '.join(sorted({r['skipped'].split(':')[0] for r in rows if 'skipped' in r}))})")
     attached = sum(1 for r in served if r.get("model_process") and all(f != "None" for f in r["model_process"]))
@@ -532,10 +559,17 @@ def main(argv=None) -> int:
           f"cases: {sum(r['plain'] for r in served)}/{sum(r['cases'] for r in served)} not streamed, "
           f"{sum(r['streamed'] for r in served)}/{sum(r['cases'] for r in served)} streamed; "
           f"servers that did not start: {sum(1 for r in served if 'error' in r)}")
+    if seconds:
+        print(f"seconds a template (start-up, requests and our infer+verify): median {seconds[len(seconds) // 2]:.0f}, "
+              f"max {seconds[-1]:.0f}, total {sum(seconds) / 60:.1f} min")
+    failed = [r for r in served if "error" in r or r["plain"] < r["cases"] or r["streamed"] < r["cases"]]
+    for r in failed:
+        why = refused_by_engine(r)
+        print(f"  not all back: {r['template']}: " + (f"the engine refused every request ({why[:200]})" if why else
+              (r.get("error") or "; ".join(r.get("fails", [])[:2]))[:300]))
     for c in checks:
         print(f"{c['check']}: {'ok' if c['ok'] else 'FAILED'}" + (f" ({c['why'][:300]})" if c.get("why") else ""))
-    failed = [r for r in served if "error" in r or r["plain"] < r["cases"] or r["streamed"] < r["cases"]] + [c for c in checks if not c["ok"]]
-    return 1 if failed else 0
+    return 1 if failed or any(not c["ok"] for c in checks) else 0
 
 
 def _version(name: str) -> str:
