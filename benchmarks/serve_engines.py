@@ -26,6 +26,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -149,15 +150,121 @@ def streamed_message(chunks) -> dict:
     return {"content": content, "reasoning": reasoning, "tool_calls": [calls[k] for k in sorted(calls)]}
 
 
+PRELOAD = {  # what ``python -m autoparser serve ENGINE`` / the engine's own command imports before it serves
+    "vllm": ["vllm.entrypoints.cli.main", "vllm.entrypoints.cli.serve", "vllm.entrypoints.openai.api_server", "standin_vllm"],
+    "sglang": ["sglang.cli.main", "sglang.cli.serve", "sglang.launch_server", "sglang.srt.entrypoints.http_server",
+               "sglang.srt.entrypoints.engine"],
+}
+
+
+def preload(engine: str, env: dict) -> float:
+    """Import in this process the modules the engine's main process imports first, with the environment it
+    runs in (modules that read it at import see the same), so each server forked from here starts past them;
+    seconds taken. What the engine's processes spawn (vLLM's engine core, SGLang's scheduler and detokenizer)
+    still starts from a fresh interpreter, as the engines start them."""
+    import importlib
+
+    t0 = time.time()
+    os.environ.update({k: v for k, v in env.items() if k.startswith(("VLLM_", "SGLANG_", "TRANSFORMERS_", "HF_"))})
+    for name in PRELOAD[engine]:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - a module missing here is imported (or fails) in the server as usual
+            print(f"preload {name}: {type(e).__name__}: {e}", file=sys.stderr)
+    # the plugins must still be loaded by the server itself, in its own environment (the engines load them once a process)
+    flag = {"vllm": ("vllm.plugins", "plugins_loaded"), "sglang": ("sglang.srt.plugins", "_plugins_loaded")}[engine]
+    if getattr(sys.modules.get(flag[0]), flag[1], False):
+        raise SystemExit(f"--preload: importing {engine} loaded its plugins in the harness; run without --preload")
+    return time.time() - t0
+
+
+def forked(argv: list[str], env: dict, log: Path) -> int:
+    """``python -m MODULE ARGS`` run in a child forked from this (preloaded) process: its own session, its
+    output to ``log``, the environment and sys.path a fresh interpreter with ``env`` would have, and the
+    module run as ``__main__`` by runpy as ``-m`` does (so processes it spawns re-import it by name, as
+    they would). The child's pid."""
+    assert argv[1] == "-m", argv
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the harness's own (main)
+        os.setsid()
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        os.environ.clear()
+        os.environ.update(env)
+        extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ours = {str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")}  # what this script put first
+        rest = [p for p in sys.path if p not in ours and p not in extra and p != os.getcwd()]
+        sys.path[:] = [os.getcwd(), *extra, *rest]  # as ``python -m`` with PYTHONPATH=env's builds it
+        import importlib
+
+        importlib.invalidate_caches()
+        import runpy
+
+        sys.argv = [argv[2], *argv[3:]]
+        try:
+            runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+class _Forked:
+    """The little of ``subprocess.Popen`` ``Server`` uses, for a forked child."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        end = time.time() + (timeout or 1e9)
+        while self.poll() is None:
+            if time.time() > end:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.2)
+        return self.returncode
+
+
+FORK = {"on": False}  # set by --preload: servers are forked from this process instead of started fresh
+
+
 class Server:
     """An engine's server started by a command line (``autoparser serve`` or the engine's own), on loopback;
     stopped (its whole process group) on exit."""
 
     def __init__(self, argv: list[str], env: dict, log: Path, timeout: float):
         self.log = log
-        self.proc = subprocess.Popen(argv, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.started = time.time()
+        if FORK["on"]:
+            self.proc = _Forked(forked(argv, env, log))
+        else:
+            self.proc = subprocess.Popen(argv, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.port = int(argv[argv.index("--port") + 1])
         self.ready = self._wait(timeout)
+        self.start_seconds = round(time.time() - self.started, 1)
 
     def _wait(self, timeout: float) -> bool:
         end = time.time() + timeout
@@ -245,6 +352,12 @@ def ask(port: int, model: Path, case, seed: int, stream: bool, tools=True) -> tu
     if mode:
         body["chat_template_kwargs"] = dict(mode)
     status, got = post(port, body)
+    unbound = re.search(r"'(\w+)' is undefined", got) if status == 400 and isinstance(got, str) else None
+    if unbound and tools and not unbound.group(1).endswith("_token"):
+        # a template that reads the tools under its own name (firefunction's ``functions``): its clients pass
+        # them there, as JSON text, through the engine's chat_template_kwargs (as verify renders it)
+        body["chat_template_kwargs"] = {**body.get("chat_template_kwargs", {}), unbound.group(1): json.dumps(TOOLS)}
+        status, got = post(port, body)
     if status != 200:
         return f"HTTP {status}: {got}", None
     msg = streamed_message(got) if stream else got["choices"][0]["message"]
@@ -279,6 +392,7 @@ def run_template(engine: str, folder: str, path: Path, work: Path, args) -> dict
     with Server(serve_argv(engine, model, port), engine_env(engine, work, scripts), work / f"{path.stem}.log", args.start_timeout) as srv:
         said = srv.lines("autoparser serve:")
         row["line"] = said[0] if said else ""
+        row["start_seconds"] = srv.start_seconds
         if not srv.ready:
             row["error"] = f"server did not start: {srv.tail()}"
             return row
@@ -368,30 +482,42 @@ def opt_in_checks(engine: str, work: Path, args) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", choices=["vllm", "sglang"], required=True)
+    ap.add_argument("--summary", nargs="+", metavar="JSON", help="print the totals of earlier --json runs (merged) and stop")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--skip", nargs="*", default=[], help="templates (stems) not to run again")
     ap.add_argument("--cases", type=int, default=0, help="at most this many call cases per template (0: all)")
     ap.add_argument("--start-timeout", type=float, default=600)
     ap.add_argument("--no-extra", action="store_true", help="skip the shipped-template and plugin opt-in checks")
     ap.add_argument("--json", help="write the rows and checks here")
+    ap.add_argument("--preload", action="store_true",
+                    help="import the engine's main-process modules here once and fork each server from this process")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (model dirs, server logs)")
     args = ap.parse_args(argv)
+    if args.summary:
+        runs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.summary]
+        return summarize(args.engine, [r for d in runs for r in d["rows"]], [c for d in runs for c in d["checks"]])
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run stops its server too (Server.__exit__)
     work = Path(tempfile.mkdtemp(prefix=f"serve-{args.engine}-"))
     os.environ["AUTOPARSER_CACHE_DIR"] = str(work / "cache")  # the servers' cache: primed here, read there
     rows, checks = [], []
+    if args.preload:
+        FORK["on"] = True
+        print(f"preloaded {args.engine}'s main-process modules in {preload(args.engine, engine_env(args.engine, work, work / 'none.json')):.1f} s", flush=True)
     try:
         for folder, path in templates(args.only):
             if path.stem in args.skip:
                 continue
+            t0 = time.time()
             row = run_template(args.engine, folder, path, work, args)
+            row["seconds"] = round(time.time() - t0, 1)
             rows.append(row)
             if args.json:
                 Path(args.json).write_text(json.dumps({"rows": rows, "checks": checks}, indent=1, ensure_ascii=False), encoding="utf-8")
             if "skipped" in row:
                 continue
             status = f"{row['plain']}/{row['cases']} plain, {row['streamed']}/{row['cases']} streamed"
-            print(f"{row['template'][:56]:56} {row.get('error') or status}", flush=True)
+            print(f"{row['template'][:56]:56} {row.get('error') or status}  ({row['seconds']:.0f} s)", flush=True)
             for f in row.get("fails", [])[:4]:
                 print(f"    {f[:300]}", flush=True)
         if not args.no_extra:
@@ -406,9 +532,25 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"work folder: {work}")
+    return summarize(args.engine, rows, checks)
+
+
+def refused_by_engine(row: dict) -> str:
+    """Why the engine answered every request of a template with the same HTTP 400 (its own prompt
+    rendering refusing the template, before any model or parser runs), or ''."""
+    fails = row.get("fails") or []
+    whys = {f.partition(": ")[2] for f in fails}
+    if row.get("cases") and len(fails) == 2 * row["cases"] and len(whys) == 1 and next(iter(whys)).startswith("HTTP 400"):
+        return next(iter(whys))
+    return ""
+
+
+def summarize(engine: str, rows: list, checks: list) -> int:
+    """The totals (printed); 1 when anything failed."""
     served = [r for r in rows if "skipped" not in r]
     full = lambda key: sum(1 for r in served if r["cases"] and r[key] == r["cases"])  # noqa: E731
-    print(f"\n== autoparser serve {args.engine} ({_version(args.engine)}), stand-in model execution ==")
+    seconds = sorted(r["seconds"] for r in served if "seconds" in r)
+    print(f"\n== autoparser serve {engine} ({_version(engine)}), stand-in model execution ==")
     print(f"templates with verified tool calls: {len(served)} (of {len(rows)}; the rest: "
           f"{', '.join(sorted({r['skipped'].split(':')[0] for r in rows if 'skipped' in r}))})")
     attached = sum(1 for r in served if r.get("model_process") and all(f != "None" for f in r["model_process"]))
@@ -417,10 +559,17 @@ def main(argv=None) -> int:
           f"cases: {sum(r['plain'] for r in served)}/{sum(r['cases'] for r in served)} not streamed, "
           f"{sum(r['streamed'] for r in served)}/{sum(r['cases'] for r in served)} streamed; "
           f"servers that did not start: {sum(1 for r in served if 'error' in r)}")
+    if seconds:
+        print(f"seconds a template (start-up, requests and our infer+verify): median {seconds[len(seconds) // 2]:.0f}, "
+              f"max {seconds[-1]:.0f}, total {sum(seconds) / 60:.1f} min")
+    failed = [r for r in served if "error" in r or r["plain"] < r["cases"] or r["streamed"] < r["cases"]]
+    for r in failed:
+        why = refused_by_engine(r)
+        print(f"  not all back: {r['template']}: " + (f"the engine refused every request ({why[:200]})" if why else
+              (r.get("error") or "; ".join(r.get("fails", [])[:2]))[:300]))
     for c in checks:
         print(f"{c['check']}: {'ok' if c['ok'] else 'FAILED'}" + (f" ({c['why'][:300]})" if c.get("why") else ""))
-    failed = [r for r in served if "error" in r or r["plain"] < r["cases"] or r["streamed"] < r["cases"]] + [c for c in checks if not c["ok"]]
-    return 1 if failed else 0
+    return 1 if failed or any(not c["ok"] for c in checks) else 0
 
 
 def _version(name: str) -> str:
