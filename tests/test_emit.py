@@ -194,13 +194,16 @@ def test_a_long_call_in_a_json_array_streams_and_the_next_one_opens_after_it():
 def test_a_call_array_ends_at_the_turn_end_its_section_end_holds():
     """A section end that holds the turn's end marker (``]<|im_end|><|stop|>``, HyperCLOVAX's) is never
     written whole: the model stops at ``<|im_end|>``. The array's last call closes at ``]`` before the turn's
-    end or the text's end; it was left unclosed, and read whole with ``]<|im_end|>`` as its text."""
+    end or the text's end (or text after it on a new line); it was left unclosed, and read whole with
+    ``]<|im_end|>`` as its text."""
     spec = template("json-array-stop")
     calls = [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"zone": "CET"}}]
     for text in ("<tool_calls>" + json.dumps(calls) + "<|im_end|>", "<tool_calls>" + json.dumps(calls)):
         for msg in both(spec, text):
             assert [c["function"] for c in msg["tool_calls"]] == calls, (text, msg)
             assert not msg.get("content"), (text, msg)
+    for msg in both(spec, "<tool_calls>" + json.dumps(calls) + "\nDone.<|im_end|>"):  # text after it, on a new line
+        assert [c["function"] for c in msg["tool_calls"]] == calls and msg["content"].strip() == "Done.", msg
 
 
 def test_an_unclosed_headed_message_ends_where_the_next_begins():

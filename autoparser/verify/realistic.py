@@ -159,7 +159,7 @@ def _stray_close(case: Case, a: Analysis):
 
 
 def _parse(text: str, case: Case, parsing: _Parsing, stream: bool) -> tuple[dict, dict]:
-    one = parsing.one_shot(case.prompt, text)
+    one = parsing.one_shot(case.prompt, text, fresh=False)  # only judged, never edited
     if not stream:
         return one, one
     return one, parsing.streamed(case.prompt, text)  # cut as verify cuts: at every delimiter

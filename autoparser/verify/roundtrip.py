@@ -787,15 +787,16 @@ class _Parsing:
             self.tails[prompt] = hit
         return hit
 
-    def one_shot(self, prompt: str, text: str) -> dict:
+    def one_shot(self, prompt: str, text: str, fresh: bool = True) -> dict:
+        """``fresh=False``: a repeat may be the remembered message itself, for a caller that only reads it."""
         prefix = self._prefix(prompt)[1]
-        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prefix, tools=VERIFY_TOOLS))
+        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prefix, tools=VERIFY_TOOLS), fresh)
 
     def streamed(self, prompt: str, text: str) -> dict:
         prefix = self._prefix(prompt)[1]
         return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prefix, VERIFY_TOOLS))
 
-    def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
+    def _remembered(self, how: str, prompt: str, text: str, parse, fresh: bool = True) -> dict:
         """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
         keeps the object it was given: cases are read, never edited, once parsed)."""
         key = (how, self.key, self._tail(prompt), text)
@@ -808,7 +809,7 @@ class _Parsing:
             if self.key is not None:
                 self.memo[key] = out
         else:
-            out = hit if isinstance(hit, Exception) else copy.deepcopy(hit)
+            out = hit if isinstance(hit, Exception) or not fresh else copy.deepcopy(hit)
         if isinstance(out, Exception):
             raise out
         return out
