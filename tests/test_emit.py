@@ -363,7 +363,7 @@ def test_a_second_list_glued_to_the_first_is_content():
 def _subroutine_grammar(dialect) -> str:
     """The JSON grammar as it was written before pairs were written out in objects: one subroutine call per
     value and per pair (the reference the inlined form must match exactly)."""
-    from autoparser.emit.tools import _BARE, _NUMBER, _W
+    from autoparser.emit.guard import _BARE, _NUMBER, _W
 
     S, W = dialect.string, _W
     pair = rf"{W}{S}{W}:(?&jv)" + (rf"|{_BARE}:(?&jv)" if dialect.unquoted else "")
@@ -382,13 +382,13 @@ def test_the_json_grammar_matches_as_its_subroutine_form(delims, unquoted):
 
     import regex
 
-    from autoparser.emit.tools import _Dialect
+    from autoparser.emit.guard import _Dialect
 
     d = _Dialect(delims, unquoted)
     new, old = d.define(), _subroutine_grammar(d)
     need = d.object_with(["name", "arguments"])
     need = need[len("(?=\\{"):need.rindex(")(?&jo)")]  # the keys' lookaheads after the brace
-    from autoparser.emit.tools import _W
+    from autoparser.emit.guard import _W
     old_with = rf"\{{{need}(?>(?:(?&jp)(?:,(?&jp))*+)?+{_W}\}})"
     seeds = [json.dumps({"name": "f", "arguments": {"a": [1, -2.5e3, {"b": None, "c": [True, False]}], "s": 'x"y\\z\u00e9'}}),
              json.dumps({"sql": "SELECT 1", "params": {"limit": 10, "filters": [{"k": "a", "v": [1, 2]}, {}], "e": []}}, indent=2),
