@@ -191,6 +191,21 @@ def test_a_long_call_in_a_json_array_streams_and_the_next_one_opens_after_it():
         assert "tool_calls" not in msg and "[CALLS][garbage]" in msg["content"]
 
 
+def test_a_call_array_ends_at_the_turn_end_its_section_end_holds():
+    """A section end that holds the turn's end marker (``]<|im_end|><|stop|>``, HyperCLOVAX's) is never
+    written whole: the model stops at ``<|im_end|>``. The array's last call closes at ``]`` before the turn's
+    end or the text's end (or text after it on a new line); it was left unclosed, and read whole with
+    ``]<|im_end|>`` as its text."""
+    spec = template("json-array-stop")
+    calls = [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"zone": "CET"}}]
+    for text in ("<tool_calls>" + json.dumps(calls) + "<|im_end|>", "<tool_calls>" + json.dumps(calls)):
+        for msg in both(spec, text):
+            assert [c["function"] for c in msg["tool_calls"]] == calls, (text, msg)
+            assert not msg.get("content"), (text, msg)
+    for msg in both(spec, "<tool_calls>" + json.dumps(calls) + "\nDone.<|im_end|>"):  # text after it, on a new line
+        assert [c["function"] for c in msg["tool_calls"]] == calls and msg["content"].strip() == "Done.", msg
+
+
 def test_an_unclosed_headed_message_ends_where_the_next_begins():
     """A channel message left without its end (``…<|begin|>assistant…`` right after it) ends there."""
     spec = template("channels")
@@ -343,3 +358,67 @@ def test_a_second_list_glued_to_the_first_is_content():
     for msg in both(template("bracket-marker-list"), text):
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["f"]
         assert msg["content"] == '[{"name": "g", "arguments": {}, "id": "c2"}]'
+
+
+def _subroutine_grammar(dialect) -> str:
+    """The JSON grammar as it was written before pairs were written out in objects: one subroutine call per
+    value and per pair (the reference the inlined form must match exactly)."""
+    from autoparser.emit.guard import _BARE, _NUMBER, _W
+
+    S, W = dialect.string, _W
+    pair = rf"{W}{S}{W}:(?&jv)" + (rf"|{_BARE}:(?&jv)" if dialect.unquoted else "")
+    rules = (rf"(?P<jv>(?>{W}(?:(?&jo)|\[{W}(?:(?&jv)(?:,(?&jv))*+)?+\]|{S}|{_NUMBER}|true|false|null){W}))"
+             rf"(?P<jp>(?>{pair}))(?P<jo>(?>\{{(?:(?&jp)(?:,(?&jp))*+)?+{W}\}}))")
+    return rf"(?(DEFINE){rules})"
+
+
+@pytest.mark.parametrize("delims,unquoted", [((), False), ((("'", "'"),), False), ((("&#34;", "&#34;"),), False), ((), True)],
+                         ids=["json", "python-quotes", "html-quotes", "bare-keys"])
+def test_the_json_grammar_matches_as_its_subroutine_form(delims, unquoted):
+    """``_Dialect.define`` writes a pair out in its object (one subroutine call per value, not two per pair):
+    every text, cut or mutated, matches (and matches partially) exactly as under the one-call-per-token form,
+    for a value, an object, and an object with given keys (``object_with``)."""
+    import random
+
+    import regex
+
+    from autoparser.emit.guard import _Dialect
+
+    d = _Dialect(delims, unquoted)
+    new, old = d.define(), _subroutine_grammar(d)
+    need = d.object_with(["name", "arguments"])
+    need = need[len("(?=\\{"):need.rindex(")(?&jo)")]  # the keys' lookaheads after the brace
+    from autoparser.emit.guard import _W
+    old_with = rf"\{{{need}(?>(?:(?&jp)(?:,(?&jp))*+)?+{_W}\}})"
+    seeds = [json.dumps({"name": "f", "arguments": {"a": [1, -2.5e3, {"b": None, "c": [True, False]}], "s": 'x"y\\z\u00e9'}}),
+             json.dumps({"sql": "SELECT 1", "params": {"limit": 10, "filters": [{"k": "a", "v": [1, 2]}, {}], "e": []}}, indent=2),
+             '{"k": "v", "n": 01, "u": "\\u12", "t": tru}']
+    if delims:
+        o, c = delims[0]
+        seeds.append("{" + f"{o}name{c}: {o}f{c}, {o}arguments{c}: {{{o}a{c}: [{o}x\"y{c}, 1]}}" + "}")
+    if unquoted:
+        seeds.append('{name: "f", arguments: {a: [1, {b: null}], c_1: "x"}}')
+    alphabet = list('{}[]",: \n\t\\/ab0123456789.-+eE\'&#;') + ["true", "null", '"k"', "\\u00e9", "01", "\x01", *(o for o, _ in delims)]
+    rng = random.Random(26)
+    texts = list(seeds)
+    for s in seeds:
+        texts += [s[:i] for i in range(0, len(s), 3)]  # cut anywhere: the partial matches a stream sees
+        for _ in range(400):
+            t = list(s)
+            for _ in range(rng.randint(1, 3)):
+                i = rng.randrange(len(t))
+                op = rng.random()
+                if op < 0.4:
+                    t[i] = rng.choice(alphabet)
+                elif op < 0.7:
+                    del t[i]
+                else:
+                    t.insert(i, rng.choice(alphabet))
+            texts.append("".join(t))
+    pairs = [("(?&jv)", "(?&jv)"), ("(?&jo)", "(?&jo)"), (d.object_with(["name", "arguments"]), old_with)]
+    for a, b in pairs:
+        a, b = regex.compile(a + new), regex.compile(b + old + d.define(grammar=False))
+        for t in texts:
+            for partial in (False, True):
+                ma, mb = a.match(t, partial=partial), b.match(t, partial=partial)
+                assert (ma and (ma.span(), ma.partial)) == (mb and (mb.span(), mb.partial)), (a.pattern[:40], partial, t)

@@ -81,3 +81,12 @@ def test_a_call_that_does_not_parse_stays_in_content(chatml, text):
     msg = parse_response(text, chatml.template, prefix=PROMPT)
     calls = msg.get("tool_calls") or []
     assert "get_weather" in (msg.get("content") or "") or (calls and calls[0]["function"]["name"] == "get_weather"), (text, msg)
+
+
+def test_a_worded_stray_close_is_no_text_lost():
+    """A stray reasoning close spelt token + word + token (``<|close|>think<|sep|>``, Kimi K3's), consumed as
+    a close, may leave its word in content: the words the model wrote on both sides of it are all kept, so
+    nothing is lost and the verdict stays full (it said 'text lost' when the judge wanted the close's word)."""
+    res = autoparser.infer_result((ROOT / "models" / "worded-tags.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["realistic"]["stray_reasoning_close"] == "pass", res.verdict["realistic_failures"]
+    assert res.verdict["text_lost"] == [] and res.verdict["status"] == "full"

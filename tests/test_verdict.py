@@ -222,3 +222,16 @@ def test_reasoning_switches_are_read_from_the_template():
     assert {"reasoning_effort": "high"} in modes and {"thinking": True} in modes and {"thinking": False} in modes
     assert {"thinking_mode": "auto"} in modes
     assert not any("thinking_budget" in m or "think_local" in m for m in modes)  # a number is a budget; a set variable no switch
+
+
+def test_a_template_broken_only_with_tools_says_so():
+    """A template that raises only where it reads the tools (it sets an attribute on a tool, as MiroThinker
+    does; transformers' renderer raises too) renders a plain request: the one line says tools are what it
+    cannot take, not that it cannot render a user message."""
+    src = ("{%- for t in tools or [] %}{% set t.seen = 1 %}{% endfor -%}"
+           "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}"
+           "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    with pytest.raises(autoparser.AutoparserError) as e:
+        autoparser.infer_result(src)
+    message = str(e.value)
+    assert "when tools are given" in message and "without tools it renders" in message and "\n" not in message, message

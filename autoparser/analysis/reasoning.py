@@ -94,7 +94,7 @@ def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
         if not other.strip() and opener and len(closer) == 1 and extra.strip() == closer[0] and closer[0] != opener[-1]:
             log.append(f"R2 thinking toggle: prompts differ by {extra!r} after {opener[-1]!r}")
             return opener[-1], closer[0], closer[0]
-        if not other.strip() and len(closer) == 2 and not re.sub(MARKER, "", extra).strip() and closer[0] != closer[1]:
+        if not other.strip() and len(closer) == 2 and not MARKER.sub("", extra).strip() and closer[0] != closer[1]:
             # One mode prefills an empty block the other leaves to the model (SmolLM3's
             # "<think>\n\n</think>\n" when thinking is off).
             log.append(f"R2 thinking toggle: one prompt adds the empty block {extra!r}")

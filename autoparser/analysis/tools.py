@@ -85,7 +85,7 @@ def _section_kept(pr: Prober, calls: list[dict], text: str, log: list[str]) -> s
             return text
         right = d.right[len(lead.rstrip()) :]
         extra = right.replace(text, "", 1) if text in right else None
-        if extra and not re.sub(MARKER, "", extra).strip():
+        if extra and not MARKER.sub("", extra).strip():
             log.append(f"T1 an empty message renders the tool section; with it: {right!r}")
             return right
         return text
@@ -125,7 +125,12 @@ def _end_variants(pr: Prober, turn: Turn, t: Tools, log: list[str]) -> Tools:
             continue
         tail2 = other[other.rfind(VAL_A) + len(VAL_A):]
         k = prefix_len(tail, tail2)
-        k = next((m.start() for m in MARKER.finditer(tail) if m.start() <= k < m.end()), k)  # from the marker's start
+        for m in MARKER.finditer(tail):  # from the marker's start, if k is inside one (those after it: no matter)
+            if m.start() > k:
+                break
+            if k < m.end():
+                k = m.start()
+                break
         old, new = MARKER.match(tail, k), MARKER.match(tail2, k)
         if not (old and new) or old.group(0) not in turn.end_markers or new.group(0) in base or new.group(0) in ends:
             continue
@@ -243,7 +248,7 @@ def _content_opener(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools
     content + call rendering, rendered only for such openers."""
     start = t.call_start.strip()
     ms = markers(start)
-    if len(ms) < 2 or re.sub(MARKER, "", start).strip():
+    if len(ms) < 2 or MARKER.sub("", start).strip():
         return t
     for _, g in pr.generations(assistant(CONTENT, calls=[call()])):
         text = _after_reasoning(g.text, r) or ""

@@ -101,7 +101,11 @@ def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
     try:
         pr.render(user)
     except TemplateError as e:
-        raise AnalysisError(f"template cannot render a single user message: {e.message}") from None
+        # A template broken only where it reads the tools (it sets an attribute on a tool, MiroThinker's
+        # ``{% set tool.mt_visited = 1 %}``) renders a plain request: said so, not "cannot render".
+        plain = pr.try_render(user, tools=None) is not None
+        raise AnalysisError(f"template raises when tools are given ({e.message}); without tools it renders" if plain
+                            else f"template cannot render a single user message: {e.message}") from None
     if CONTENT not in (pr.try_render(user + [assistant()]) or ""):
         raise AnalysisError("template renders no assistant turn (assistant content never appears)")
     ends = end_markers(pr, log)

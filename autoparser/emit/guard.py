@@ -8,9 +8,8 @@ import regex as re
 from .markers import esc, literals
 
 
-# A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jp`` a "key": value
-# pair, ``jb`` only balanced. What the grammar accepts, the json content parser reads (its dialect transforms
-# applied): whitespace is JSON's own, strings hold no raw control character and only JSON's escapes, numbers
+# A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jb`` only balanced.
+# What the grammar accepts, the json content parser reads (its dialect transforms applied): whitespace is JSON's own, strings hold no raw control character and only JSON's escapes, numbers
 # have no leading zero (``json.loads`` rejects all of those).
 _JSTR = r'"(?:[^"\\\n]++|\\.)*+"'  # a string as the balanced check skips it
 _W = r"[ \t\n\r]*+"
@@ -66,10 +65,15 @@ class _Dialect:
         """The subroutines; without ``grammar`` only the balanced check (compiling the grammar costs a
         millisecond per pattern, and a close that only finds a value's end never runs it)."""
         # Atomic groups: each value matches one way only, so a malformed or cut call fails in linear time.
+        # A pair is written out in the object, not a subroutine of its own: the regex module's subroutine call
+        # saves the state of every repeat in the whole pattern, so a call costs in proportion to the pattern's
+        # quantifiers, and one per pair as well as one per value made the grammar half of a JSON call's parse.
+        # (Inlining the values too adds more quantifiers than it saves calls; same matches, partial ones
+        # included: tests/test_emit.py::test_the_json_grammar_matches_as_its_subroutine_form.)
         S, W = self.string, _W
-        pair = rf"{W}{S}{W}:(?&jv)" + (rf"|{_BARE}:(?&jv)" if self.unquoted else "")
+        pair = rf"(?>{W}{S}{W}:(?&jv)" + (rf"|{_BARE}:(?&jv)" if self.unquoted else "") + ")"
         rules = (rf"(?P<jv>(?>{W}(?:(?&jo)|\[{W}(?:(?&jv)(?:,(?&jv))*+)?+\]|{S}|{_NUMBER}|true|false|null){W}))"
-                 rf"(?P<jp>(?>{pair}))(?P<jo>(?>\{{(?:(?&jp)(?:,(?&jp))*+)?+{W}\}}))") if grammar else ""
+                 rf"(?P<jo>(?>\{{(?:{pair}(?:,{pair})*+)?+{W}\}}))") if grammar else ""
         # Only balanced: checked first, it fails (or stays partial) on a call still arriving at a tenth of
         # the grammar's cost, so a stream pays the grammar once per call; for a value the grammar accepts it
         # ends where the grammar's match ends (strings skipped the same way).
@@ -84,7 +88,7 @@ class _Dialect:
         key = self.skip_string + (f"|{_BARE}" if self.unquoted else "")
         skip = rf"(?:{key}){_W}:(?:[^{{}}\[\],\"{self.firsts}]++|{self.skip_string}|(?&jb))*+,{_W}"
         need = "".join(rf"(?={_W}(?:{skip})*?{self.key(k)}{_W}:)" for k in keys)
-        return rf"\{{{need}(?>(?:(?&jp)(?:,(?&jp))*+)?+{_W}\}})"
+        return rf"(?=\{{{need})(?&jo)"
 
 
 TELL = 20  # characters after a JSON value that tell its close from other text (longer than any end marker)

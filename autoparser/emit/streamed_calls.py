@@ -48,10 +48,12 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     decide = f"(?:{long}|{short})"
     later = r"(?<=\}\s{0,64},\s{0,64})"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
-    # With no section end, the array ends before the turn's end, the text's end, or text on a new line (a raw
-    # newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or ``]`` continue a value).
-    tail = (rf"\s*\](?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))" if not end
-            else rf"\s*\]\s*{then_space(_flex(_loose(end)))}")
+    # The array ends at its section end, or with none written before the turn's end, the text's end, or text
+    # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
+    # ``]`` continue a value). A section end may be left out: one that holds the turn's end marker
+    # (HyperCLOVAX's ``]<|im_end|><|stop|>``) is never written whole, as the model stops at that marker.
+    bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))"
+    tail = rf"\s*\]{bare}" if not end else rf"\s*\](?:\s*{then_space(_flex(_loose(end)))}|{bare})"
     close = rf"(?<=\}})\s*,\s*(?=\{{\s*\"name\")|(?<=\}}){tail}"
     if ends:
         close += rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})"

@@ -360,9 +360,10 @@ def _bounded(base: type) -> type:
                     value = getattr(obj, attribute)
                 except AttributeError:
                     return super().getattr(obj, attribute)
-                fmt = self.wrap_str_format(value)
-                if fmt is not None:
-                    return fmt
+                if type(value) not in _ATOMS:  # only a bound format/format_map is wrapped: never a str, a number, None
+                    fmt = self.wrap_str_format(value)
+                    if fmt is not None:
+                        return fmt
                 return value if safe else self.unsafe_undefined(obj, attribute)
             return super().getattr(obj, attribute)
 

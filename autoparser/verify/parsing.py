@@ -122,15 +122,16 @@ class _Parsing:
             self.tails[prompt] = hit
         return hit
 
-    def one_shot(self, prompt: str, text: str) -> dict:
+    def one_shot(self, prompt: str, text: str, fresh: bool = True) -> dict:
+        """``fresh=False``: a repeat may be the remembered message itself, for a caller that only reads it."""
         prefix = self._prefix(prompt)[1]
-        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prefix, tools=self.tools))
+        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prefix, tools=self.tools), fresh)
 
     def streamed(self, prompt: str, text: str) -> dict:
         prefix = self._prefix(prompt)[1]
         return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prefix, self.tools))
 
-    def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
+    def _remembered(self, how: str, prompt: str, text: str, parse, fresh: bool = True) -> dict:
         """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
         keeps the object it was given: cases are read, never edited, once parsed)."""
         key = (how, self.key, self._tail(prompt), text)
@@ -143,7 +144,21 @@ class _Parsing:
             if self.key is not None:
                 self.memo[key] = out
         else:
-            out = hit if isinstance(hit, Exception) else copy.deepcopy(hit)
+            out = hit if isinstance(hit, Exception) or not fresh else _fresh(hit)
         if isinstance(out, Exception):
             raise out
         return out
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _fresh(x):
+    """A copy of a parsed message (JSON's types: dicts, lists, atoms), as ``copy.deepcopy`` gives it, at less
+    of its cost; anything else is deep-copied."""
+    t = type(x)
+    if t is dict:
+        return {k: _fresh(v) for k, v in x.items()}
+    if t is list:
+        return [_fresh(v) for v in x]
+    return x if t in _ATOMS else copy.deepcopy(x)

@@ -153,11 +153,14 @@ def _stray_close(case: Case, a: Analysis):
     free = r.lone_close and not case.prompt.rstrip().endswith((r.start, r.end))
     if r.mode != "NONE" and r.end and content and content in g and not exp.get("tool_calls") and not free and not a.tools.headed.kind:
         i = g.rindex(content) + len(content)
-        yield "stray_reasoning_close", g[:i] + r.end + AFTER + g[i:], {**exp, "content": content + r.end + AFTER}, "around"
+        # The words on both sides of the close must be kept; the close itself may be consumed, whole or in part
+        # (one spelt token + word + token, Kimi K3's ``<|close|>think<|sep|>``, leaves its word): it is no
+        # word of the content.
+        yield "stray_reasoning_close", g[:i] + r.end + AFTER + g[i:], {**exp, "content": content + "\n" + AFTER}, "around"
 
 
 def _parse(text: str, case: Case, parsing: _Parsing, stream: bool) -> tuple[dict, dict]:
-    one = parsing.one_shot(case.prompt, text)
+    one = parsing.one_shot(case.prompt, text, fresh=False)  # only judged, never edited
     if not stream:
         return one, one
     return one, parsing.streamed(case.prompt, text)  # cut as verify cuts: at every delimiter
@@ -172,9 +175,6 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
     if judge == "around":
         content = got.get("content") or ""
         before = exp["content"].replace(AFTER, "").strip()
-        last = (markers(before) or [""])[-1]
-        if last and before.endswith(last):  # a stray close consumed as a close: the marker, no word, is gone
-            before = before[: -len(last)].strip()
         missing = [x for x in (before, AFTER) if x and x not in content]
         if not missing:
             return None
