@@ -236,10 +236,13 @@ def _peer_prefix(case: dict) -> str:
     leaves no reasoning open, else a thinking-off render, else the plain prompt plus the reasoning end marker."""
     fam = case["_family"]
     path, tokens = str(fam["template"]), tuple(sorted(fam["tokens"].items()))
-    kwargs = {**fam["render_kwargs"], **(case.get("render_kwargs") or {})}
+    own = case.get("render_kwargs") or {}
+    kwargs = {**fam["render_kwargs"], **own}
     render = lambda kw: _prefix(path, tokens, "[]", json.dumps(kw, sort_keys=True), None)  # noqa: E731
     if is_reasoning_case(case):
-        return render({**kwargs, **fam["think_kwargs"]})
+        # The case's own kwargs win: a peer test run with thinking off (``enable_thinking=False``) is scored
+        # on the thinking-off prompt, not on the family's thinking-on one.
+        return render({**kwargs, **fam["think_kwargs"], **own})
     start, end = _infer(path, tokens)[2]
 
     def left_open(p: str) -> bool:
