@@ -207,3 +207,21 @@ def test_a_self_closing_mark_inside_an_argument_ends_no_call(value):
     text = f'<｜TX｜calls>\n<｜TX｜invoke name="f">\n<｜TX｜param name="k" {value}</｜TX｜param>\n</｜TX｜invoke>\n</｜TX｜calls>'
     expected = {"k": "a <br/> b"} if "true" in value else {"k": {"<br/>": [1, "x/>"]}}
     assert _calls(_parse("typed-attribute", text)) == [("f", expected)]
+
+
+@pytest.mark.parametrize("text, value", [
+    ('<function name="write"><param name="body"><![CDATA[a < b && c\n  d\n]]></param></function>', "a < b && c\n  d\n"),
+    ('<function name="write"><param name="body">\n<![CDATA[x</param>y]]>\n</param></function>', "x</param>y"),  # an end tag inside the section is text
+    ('<function name="write"><param name="body">plain</param></function>', "plain"),
+    ('<function name="write"><param name="body"><![CDATA[ left open</param></function>', "<![CDATA[ left open"),  # no ]]>: as written
+])
+def test_an_xml_value_in_a_cdata_section_is_its_text(text, value):
+    """A value written as an XML CDATA section is the section's text, byte for byte (MiniCPM 5's template
+    writes one for a value holding <, & or a newline; vLLM's and SGLang's MiniCPM 5 parsers unwrap it)."""
+    assert _calls(_parse("xml-cdata", text)) == [("write", {"body": value})]
+
+
+def test_a_template_writing_cdata_values_round_trips_them():
+    """The template's own CDATA sections read back as the values it was given: no lossy-history limit."""
+    verdict = autoparser.infer_result((MODELS / "xml-cdata.jinja").read_text(encoding="utf-8")).verdict
+    assert verdict["fields"]["tool_calls"] == "pass" and not verdict["limits"], verdict

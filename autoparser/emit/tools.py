@@ -446,6 +446,17 @@ def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | 
     return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cuts})\Z))"
 
 
+def _cdata(vs: str, value: str) -> str:
+    r"""Where a value is an element's text (its close is an end tag, ``</param>``), the value written as an XML
+    CDATA section, ``<![CDATA[text]]>``, is its text: templates write one for a value holding ``<``, ``&`` or
+    a newline (MiniCPM 5), and models write it whatever their template does. The section is an alternative
+    tried first, capturing the same ``value`` group (the regex module keeps the alternative that matched);
+    a value that only begins with ``<![CDATA[`` (no ``]]>`` right before the end tag) is read as written."""
+    if not vs.strip().startswith("</"):
+        return value
+    return r"(?:<!\[CDATA\[(?P<value>.*?)\]\]>(?=\n?" + _flex(vs.strip()) + r"|\s*\Z)|" + value + ")"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -522,7 +533,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
-            field["content_args"] = {"tag_pattern": key_re + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
+            field["content_args"] = {"tag_pattern": key_re + ks_re + _cdata(vs, r"(?P<value>.*?)") + r"(?:" + vs_re + r"|\s*\Z)"}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
