@@ -225,3 +225,18 @@ def test_a_template_writing_cdata_values_round_trips_them():
     """The template's own CDATA sections read back as the values it was given: no lossy-history limit."""
     verdict = autoparser.infer_result((MODELS / "xml-cdata.jinja").read_text(encoding="utf-8")).verdict
     assert verdict["fields"]["tool_calls"] == "pass" and not verdict["limits"], verdict
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<|python_start|>[get_weather(city="Paris")]<|python_end|>', None),
+    ("<|python_start|>[get_weather(city=\"Paris\")]", None),
+    ("[get_weather(city=\"Paris\")]<|python_end|>", None),
+    ("Let me check. <|python_start|>[get_weather(city=\"Paris\")]<|python_end|> Done.", "Let me check.\nDone."),
+])
+def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
+    """A pythonic call list with no marker of its own wrapped in special tokens the template never writes
+    (Llama 4's <|python_start|>…<|python_end|>; vLLM's and SGLang's pythonic parsers read it): the token
+    before the list opens the calls, the one after it is consumed, one-shot and streamed alike."""
+    msg = _parse("pythonic-bare", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})]
+    assert msg.get("content") == content

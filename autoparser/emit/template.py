@@ -24,7 +24,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .tools import dropped_section, esc, literals, one, prefix_safe, then_space
+from .tools import dropped_section, esc, literals, one, prefix_safe, then_space, token_after_list
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -379,6 +379,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
             # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
+        after_list = token_after_list(t) if "tool_calls" in fields else None
+        if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
+            extra += [("<", after_list)]
         f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"), extra)} if cores or extra else {}
         section = dropped_section(t)
         if section:  # calls no field reads: their section is consumed, not read as content

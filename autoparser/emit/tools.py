@@ -313,7 +313,8 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     return field, warnings
 
 
-SPECIAL = re.compile(r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>")  # pipe-delimited tokens: special in every vocabulary we know
+_SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
+SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 
 
 def _tag_like(opener: str) -> bool:
@@ -624,7 +625,11 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
         # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
         glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
-        open_pattern = rf"(?:{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
+        # A list with no marker of its own may be wrapped in special tokens the template never writes
+        # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
+        # before the list is the open's, one after it the close's, so neither is left in content.
+        token = "" if markers(sec) else rf"(?:(?:{_SPECIAL_TOKEN})\s*)?"
+        open_pattern = rf"(?:{token}{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
     else:
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
@@ -638,6 +643,17 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         "transform": _call_transform("{name}", "{content}", None),
     }
     return field, warnings
+
+
+def token_after_list(t: Tools) -> str | None:
+    r"""For pythonic calls in a list with no marker of its own (``[f(a=1)]``): a special token right after the
+    list's ``]`` (Llama 4's ``<|python_end|>``), as a pattern the implicit content consumes without opening
+    (``emit/template.py``): the call's close has ended, and whenever the token arrives (streamed as one
+    token after ``]`` was committed, or in the same text) it is no text."""
+    sec, sec_end = t.section_start.strip(), t.section_end.strip()
+    if t.arguments.kind != "pythonic" or not sec or not sec_end or markers(sec) or markers(sec_end):
+        return None
+    return rf"(?:{_SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{_SPECIAL_TOKEN}))"
 
 
 def dropped_section(t: Tools) -> str | None:
