@@ -174,10 +174,13 @@ def test_a_bare_json_call_that_is_not_one_stays_content(text):
 @pytest.mark.parametrize("text, n", [
     ('<|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|eot_id|>', 1),
     ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', 2),
+    ('Let me check. <|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}', 1),  # after text: the lead marks it
 ])
 def test_llama32_python_tag_before_json_calls(text, n):
     """workarounds/llama3-python-tag.json: Llama 3.2 writes ``<|python_tag|>`` before a JSON call (and
-    between calls) though its template never does."""
+    between calls) though its template never does. The lead is a special token, so it marks a call after
+    text too (SGLang's Llama 3.2 parser); a bare call after text stays content
+    (``test_a_bare_json_call_that_is_not_one_stays_content``)."""
     from conftest import corpus_template
 
     src = corpus_template("meta-llama-Llama-3.2-3B-Instruct")
@@ -189,7 +192,8 @@ def test_llama32_python_tag_before_json_calls(text, n):
     for i in range(0, len(text), 3):
         p.feed(text[i : i + 3])
     assert p.finalize()[0] == one
-    assert _calls(one) == [WEATHER] * n and not one.get("content"), one
+    assert _calls(one) == [WEATHER] * n, one
+    assert one.get("content") == (text.partition("<|python_tag|>")[0].strip() or None), one
 
 
 @pytest.mark.parametrize("header", ["tools.get_weather:0", "get_weather:0"])

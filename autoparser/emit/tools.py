@@ -273,8 +273,11 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]
     # the lead or a fence's end waits for the rest, which would otherwise be left to content.
     cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
     tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
+    # A lead that is a special token (``<|python_tag|>``) marks a call wherever it stands: after text too
+    # (SGLang's Llama 3.2 parser reads ``Let me check. <|python_tag|>{…}``), as any marker-opened call.
+    anywhere = rf"|{esc(t.call_lead)}\s*" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later})(?=(?&jb)){head}" + define,
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later}{anywhere})(?=(?&jb)){head}" + define,
         "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
         "repeats": True,
         "content": "json",
