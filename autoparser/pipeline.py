@@ -21,6 +21,7 @@ from .errors import AnalysisError, AutoparserError, VerificationError, without_f
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
 from .verify import roundtrip
+from .verify.capabilities import rejudge_uncovered
 from .verify.verdict import describe, judge as judge_report, reconcile, settle
 
 @dataclass(frozen=True)
@@ -139,8 +140,10 @@ def verify(chat_template: str, response_template: dict | None = None, special_to
     res = infer_result(chat_template, special_tokens, reasoning_field=reasoning_field)
     own = response_template is None or response_template == res.template
     uncovered = (res.verdict or {}).get("uncovered") or () if own else ()  # what the emitted field does not cover must arrive in content
-    return roundtrip.verify(chat_template, response_template if response_template is not None else res.template, special_tokens,
-                            analysis=res.analysis, messages=messages, reasoning_field=reasoning_field, uncovered=uncovered)
+    template = response_template if response_template is not None else res.template
+    report = roundtrip.verify(chat_template, template, special_tokens, analysis=res.analysis, messages=messages, reasoning_field=reasoning_field)
+    # Cases of capabilities the field does not cover are judged as for a template without tool calls.
+    return rejudge_uncovered(report, template, set(uncovered), reasoning_field) if uncovered else report
 
 
 def judge(chat_template: str, response_template: dict | None = None, special_tokens: dict | None = None, *,

@@ -55,7 +55,8 @@ from autoparser.verify import realistic  # noqa: E402
 from autoparser.verify import roundtrip as verify_mod  # noqa: E402
 from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.analysis.probes import Prober, assistant  # noqa: E402
-from autoparser.verify.roundtrip import VERIFY_TOOLS, _generation, chunks  # noqa: E402
+from autoparser.verify.parsing import chunks  # noqa: E402
+from autoparser.verify.roundtrip import VERIFY_TOOLS, _generation  # noqa: E402
 
 CORPUS = Path(os.environ.get("AUTOPARSER_CORPUS", "/work/shared/corpus/templates"))
 WILD = Path(os.environ.get("AUTOPARSER_WILD", str(CORPUS.parent / "wild" / "templates")))
@@ -189,8 +190,8 @@ STAGES = (
     ("autoparser.pipeline", "_analyze", "analysis, compile included"),
     ("autoparser.pipeline", "settle", "verification, every stage"),
     ("autoparser.verify.roundtrip", "_cases", "  round trip: cases (renders of probe conversations)"),
-    ("autoparser.verify.roundtrip._Parsing", "one_shot", "  parse one-shot (round trip and realistic)"),
-    ("autoparser.verify.roundtrip._Parsing", "streamed", "  parse streamed (round trip)"),
+    ("autoparser.verify.parsing._Parsing", "one_shot", "  parse one-shot (round trip and realistic)"),
+    ("autoparser.verify.parsing._Parsing", "streamed", "  parse streamed (round trip)"),
     ("autoparser.verify.realistic", "check", "  realistic-output stage (its parses included)"),
 )
 
@@ -205,8 +206,8 @@ def bench_stages(templates, repeats: int) -> dict:
     active: list[str] = []
     saved = []
     for mod_name, attr, label in STAGES:
-        owner_name, _, cls = mod_name.partition(".verify.roundtrip._")
-        owner = importlib.import_module(mod_name) if not cls else getattr(importlib.import_module(owner_name + ".verify.roundtrip"), "_" + cls)
+        owner_name, _, cls = mod_name.partition(".verify.parsing._")
+        owner = importlib.import_module(mod_name) if not cls else getattr(importlib.import_module(owner_name + ".verify.parsing"), "_" + cls)
         f = getattr(owner, attr)
 
         def timed(*a, _f=f, _label=label, **k):

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import autoparser  # noqa: E402
 from autoparser.analysis.diff import MARKER  # noqa: E402
 from autoparser.verify import VERIFY_TOOLS, verify  # noqa: E402
-from autoparser.verify.roundtrip import stream_parse  # noqa: E402
+from autoparser.verify.parsing import stream_parse  # noqa: E402
 from transformers.utils.chat_parsing import parse_response  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"

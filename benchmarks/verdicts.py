@@ -42,7 +42,8 @@ def one(job: tuple[str, str]) -> dict:
     out = {**out, "status": v.get("status", "?"), "verdict": v, "warnings": list(res.warnings)}
     if "tool_calls" in (v.get("dropped") or []):
         # Did single calls round-trip with the field as first emitted? (the field must not be lost then)
-        from autoparser.verify.roundtrip import capabilities, verify
+        from autoparser.verify.capabilities import capabilities
+        from autoparser.verify.roundtrip import verify
 
         raw = autoparser.infer_result(src, TOKENS[which], verify=False)
         if "tool_calls" in raw.template.get("fields", {}):

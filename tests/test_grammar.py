@@ -18,7 +18,7 @@ import autoparser
 from autoparser.grammar.build import build, check_verified
 from autoparser.grammar.layout import NoGrammar, layout, marker_texts
 from autoparser.verify import VERIFY_TOOLS, verify
-from autoparser.verify.roundtrip import _norm_calls
+from autoparser.verify.parsing import _norm_calls
 from grammar_support import calls as _calls, opened as _opened, raw_unicode
 
 llguidance = pytest.importorskip("llguidance", reason="the grammar extra is not installed: pip install -e '.[grammar]'")

@@ -108,7 +108,7 @@ def test_allow_non_json_returns_the_text():
 
 
 def test_a_transform_over_json_that_does_not_parse_raises():
-    """Why an emitted opener must see a whole value of its shape before it opens (``emit/tools.py::never_raises``)."""
+    """Why an emitted opener must see a whole value of its shape before it opens (``emit/guard.py::never_raises``)."""
     spec = {"start_anchor": "A:", "fields": {
         "content": {"content": "text"},
         "tool_calls": {"open": "<call>", "close": "</call>", "content": "json", "repeats": True,
@@ -160,7 +160,7 @@ def test_value_end_close_keeps_the_text_after_the_value(after):
 def test_a_close_reported_after_its_start_is_final_only_in_5_23():
     """The ``\\K`` alternative alone: 5.23 commits it mid-stream; 5.24 holds it to the end of the text, where
     the region's body has already taken the text up to the value's end and only a close standing there
-    can end it. If this changes again, ``emit/tools.py::never_raises`` may drop or keep its lookbehind."""
+    can end it. If this changes again, ``emit/guard.py::never_raises`` may drop or keep its lookbehind."""
     spec = {**VALUE_END, "fields": {**VALUE_END["fields"], "tool_calls": {
         **VALUE_END["fields"]["tool_calls"],
         "close_pattern": VALUE_END["fields"]["tool_calls"]["close_pattern"].split("|\\G(?<=")[0] + _JB}}}

@@ -1,4 +1,4 @@
-"""The sandbox tokenizes and parses with its own shortcuts (``render/lexer.py``, ``sandbox._attach``); what
+"""The sandbox tokenizes and parses with its own shortcuts (``render/lexer.py``, ``codegen._attach``); what
 comes out must be what jinja's own lexer and parser give: the same tokens (type, value, line), the same
 tree, and the same syntax error (message and line) at the same point, on real templates, on edge cases of
 jinja's whitespace control, raw blocks and comments, and on systematic mutations of each."""

@@ -10,7 +10,7 @@ import regex as re
 
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER
-from .tools import never_raises
+from .guard import never_raises
 
 
 def _alts(words) -> str:

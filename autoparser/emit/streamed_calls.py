@@ -6,7 +6,9 @@ from __future__ import annotations
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from .tools import _W, _Dialect, _call_head, _call_transform, _flex, _openers, literals, never_raises, then_space, tool_field
+from .guard import _W, _Dialect, never_raises
+from .markers import _flex, literals, then_space
+from .tools import _call_head, _call_transform, _openers, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 

@@ -24,7 +24,8 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .tools import dropped_section, esc, literals, one, prefix_safe, then_space, token_after_list
+from .markers import esc, literals, prefix_safe, then_space
+from .tools import dropped_section, one, token_after_list
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs

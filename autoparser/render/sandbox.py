@@ -12,8 +12,9 @@ huge integer products, printing a list that holds one string a thousand times), 
 folding is off so nothing runs outside the budget.
 
 Compiling is most of what a cold ``infer`` costs besides verification, so the sandbox tokenizes with its own
-lexer (``lexer``: jinja's tokens, fewer steps) and, in the parse's last walk (``_attach``), records what
+lexer (``lexer``: jinja's tokens, fewer steps) and, in the parse's last walk (``codegen._attach``), records what
 jinja's code generator would otherwise search the tree for again and again; the generated code is jinja's.
+Values are weighed before C code prints or joins them (``weights``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import logging
 import re
 import sys
 import threading
-from collections.abc import Iterator, MappingView
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -35,14 +36,15 @@ import jinja2.ext
 import jinja2.nodes
 import jinja2.parser
 import jinja2.runtime
-from jinja2.compiler import CodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import _PassArg
 
 from ..errors import TemplateError
+from .codegen import _CodeGenerator, _Parser
 from .lexer import lexer_for
+from .weights import _ATOMS, _CONSTANT_JSON, _CONSTANT_WEIGHTS, MAX_OUTPUT, _forget, _limit, _local, _Namespace, _weight
 
-MAX_OUTPUT = 1 << 20  # characters one render (or any value it builds) may hold
+
 MAX_TEMPLATE = 4 << 20  # characters of template source we accept
 MAX_TAGS = 10_000  # {{ }} and {% %} tags: compiling costs ~50 us and ~15 kB per tag (real templates: < 400)
 MAX_INT_BITS = 1 << 16  # integers a template computes (big products are C loops the watchdog cannot stop)
@@ -79,130 +81,6 @@ class _GenerationTag(jinja2.ext.Extension):
 
 
 _DICT_ATTRS = frozenset(dir(dict))  # what ``getattr`` finds on a dict before its keys
-
-
-def _limit(n: int, what: str = "a value") -> None:
-    if n > MAX_OUTPUT:
-        raise TemplateError(f"template builds {what} of {n} characters (limit {MAX_OUTPUT})")
-
-
-def _weight(x: Any, limit: int = MAX_OUTPUT) -> int:
-    """Roughly how many characters ``str(x)`` would produce, counting no further than past ``limit``.
-
-    Containers are cheap to build by reference (``[s] * 1000`` holds one string) but printing, joining or
-    serialising them is one C call; this walk is Python, so the watchdog can stop it, and it stops early.
-    During a render, complete walks are remembered by identity (the same messages and tools are weighed at
-    every macro call and method result); a mutating method call forgets them all (``_forget``). Walks that
-    meet a namespace are not remembered: its attributes change without a call."""
-    if type(x) in _ATOMS:
-        return len(x) if type(x) is str else 8
-    memo = getattr(_local, "memo", None)
-    if memo is not None:
-        hit = memo.get(id(x))
-        if hit is not None and hit[0] is x:
-            return hit[1]
-    t = type(x)
-    if t is _Namespace:  # namespaces are made often (every ``namespace(...)`` call's result is weighed)
-        d, t = object.__getattribute__(x, "_Namespace__attrs"), None  # never remembered: set changes them
-    else:
-        d = x
-    if type(d) is dict and len(d) <= 16:  # most weighed values are messages: small dicts of atoms
-        total = 2 + 2 * len(d)
-        for k, v in d.items():
-            tk, tv = type(k), type(v)
-            if tk not in _ATOMS or tv not in _ATOMS:
-                break
-            total += (len(k) if tk is str else 8) + (len(v) if tv is str else 8)
-        else:
-            if total <= limit:  # else the walk below gives the count it stops at
-                if memo is not None and t is dict:
-                    if len(memo) >= 4096:
-                        memo.clear()
-                    memo[id(x)] = (x, total)
-                return total
-    total, stack, keep = 0, [x], memo is not None
-    pop, push = stack.pop, stack.extend
-    while stack:
-        v = pop()
-        t = type(v)
-        if t is str or isinstance(v, (str, bytes)):
-            total += len(v)
-            continue
-        if memo is not None and v is not x and (t is dict or t is list):
-            hit = memo.get(id(v))
-            if hit is not None and hit[0] is v:
-                total += hit[1]
-                if total > limit:
-                    break
-                continue
-        if (t is dict or t is list or t is tuple) and len(v) <= 64:  # count atoms here, stack only containers
-            if t is dict:
-                total += 2 + 2 * len(v)
-                items = itertools.chain.from_iterable(v.items())
-            else:
-                total += 2 + len(v)
-                items = v
-            for e in items:
-                te = type(e)
-                if te is str:
-                    total += len(e)
-                elif te in _ATOMS:
-                    total += 8
-                else:
-                    stack.append(e)
-        elif t is dict or isinstance(v, dict):
-            total += 2 + 2 * len(v)
-            push(itertools.islice(itertools.chain.from_iterable(v.items()), limit))
-        elif t is list or isinstance(v, (list, tuple, set, frozenset, MappingView)):
-            total += 2 + len(v)
-            push(itertools.islice(v, limit))
-        elif isinstance(v, jinja2.utils.Namespace):
-            stack.append(getattr(v, "_Namespace__attrs", None))
-            keep = False
-        else:
-            total += 8
-        if total > limit:
-            break
-    if keep and total <= limit and not stack:  # complete: exact
-        if len(memo) >= 4096:
-            memo.clear()
-        memo[id(x)] = (x, total)  # holding x keeps its id from being reused
-    return total
-
-
-_local = threading.local()  # this thread's weights memo while it renders (``weighing``)
-_CONSTANT_WEIGHTS: dict[int, tuple[Any, int]] = {}
-_CONSTANT_JSON: dict[tuple, str] = {}  # (id of a constant, tojson's options) -> its serialisation (``_tojson``)
-
-
-def constant(value: Any) -> Any:
-    """Declare ``value`` (probe tools, passed to every render) never mutated by anyone: its containers are
-    weighed once per process instead of at every render. Immutable-sandbox renders are seeded with the
-    weights (nothing there can change a container); mutable-sandbox renders get a copy and no seed."""
-    order, stack = [], [value]
-    while stack:  # every container, parents before children
-        v = stack.pop()
-        if type(v) in (dict, list):
-            order.append(v)
-            stack.extend(v.values() if type(v) is dict else v)
-    _local.memo = {}
-    try:
-        for v in reversed(order):  # children first, so each parent's walk reuses them
-            _local.memo[id(v)] = (v, _weight(v))
-        _CONSTANT_WEIGHTS.update(_local.memo)
-    finally:
-        _local.memo = None
-    return value
-
-
-def _forget() -> None:
-    """A template called a method that may mutate a list, dict or set: remembered weights may be stale."""
-    memo = getattr(_local, "memo", None)
-    if memo:
-        memo.clear()
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def _check(x: Any, what: str = "a value") -> Any:
@@ -376,190 +254,6 @@ def _guard_filter(name: str, f):
         return _check(f(*args, **kwargs), f"the output of |{name}")
 
     return guarded
-
-
-class _Parser(jinja2.parser.Parser):
-    def parse(self) -> jinja2.nodes.Template:
-        root = jinja2.nodes.Template(self.subparse(), lineno=1)
-        _attach(root, self.environment)
-        return root
-
-
-def _no_children(exclude=None, only=None):
-    return iter(())
-
-
-class _Children(list):
-    """A node's children, read once: its ``iter_child_nodes``. One object per inner node (a closure per node
-    cost more in the garbage collector's passes than the visitors saved)."""
-
-    __slots__ = ("node",)
-
-    def __call__(self, exclude=None, only=None):
-        if exclude is None and only is None:
-            return iter(self)
-        return jinja2.nodes.Node.iter_child_nodes(self.node, exclude, only)
-
-
-def _attach(root: jinja2.nodes.Template, environment) -> None:
-    """What jinja's parser does last (every node gets the environment), in the same walk as what makes the
-    code generator's searches cheap: it searches the tree for kinds of node chat templates rarely hold, the
-    whole template three times (extends, blocks, imports) and each for loop's subtree twice (blocks, and
-    names to find an assignment to ``loop``). The walk records which kinds occur; a search for a kind that
-    never occurs returns nothing at once. Every frame's symbol visitor walks its subtree through each node's
-    ``iter_child_nodes`` (a generator over a generator of fields): each node's children are read here once.
-    Same generated code; every search and walk gives what it gives without."""
-    kinds, searched, loop_store, filters, tests = set(), [root], False, set(), set()
-    node_class, for_class, assign_class, name_class = jinja2.nodes.Node, jinja2.nodes.For, jinja2.nodes.Assign, jinja2.nodes.Name
-    filter_class, test_class = jinja2.nodes.Filter, jinja2.nodes.Test
-    stack = [root]
-    pop = stack.pop
-    while stack:
-        n = pop()
-        n.environment = environment
-        t = type(n)
-        kinds.add(t)
-        if t is for_class or t is assign_class:
-            searched.append(n)
-        elif t is name_class:
-            if n.ctx == "store" and n.name == "loop":
-                loop_store = True
-        elif t is filter_class:
-            filters.add(n.name)
-        elif t is test_class:
-            tests.add(n.name)
-        children = _Children()
-        add = children.append
-        for f in t.fields:  # the children, as ``Node.iter_child_nodes`` finds them
-            v = getattr(n, f, None)
-            if isinstance(v, node_class):
-                add(v)
-            elif isinstance(v, list):
-                for x in v:
-                    if isinstance(x, node_class):
-                        add(x)
-        if children:
-            stack += children
-            children.node = n
-            n.iter_child_nodes = children
-        else:  # a leaf (names, constants, text): half the nodes; one shared answer, nothing kept
-            n.iter_child_nodes = _no_children
-
-    if jinja2.nodes.Block not in kinds:  # the code generator's search for them stops at blocks
-        root.sandbox_dependencies = (filters, tests)  # (``_CodeGenerator.pull_dependencies``)
-    answers: dict[type, bool] = {}
-
-    def absent(node_type) -> bool:  # asked at every for loop and assignment: answered once per kind
-        hit = answers.get(node_type)
-        if hit is None:
-            hit = answers[node_type] = not any(issubclass(k, node_type) for k in kinds)
-        return hit
-
-    for n in searched:
-        def find_all(node_type, _real=n.find_all, _loop=type(n) is for_class):
-            if absent(node_type) or (_loop and node_type is name_class and not loop_store):
-                return iter(())  # a for loop searches its names only for a store to ``loop``
-            return _real(node_type)
-
-        n.find_all = find_all
-
-
-def _static_weight(node: jinja2.nodes.Node) -> float:
-    """What ``_weight`` gives the value of a literal made only of constants (and such literals); infinite
-    for anything else. Iterative: literals nest as deep as the parser allows."""
-    total, stack = 0, [node]
-    while stack:
-        n = stack.pop()
-        t = type(n)
-        if t is jinja2.nodes.Const:
-            v = n.value
-            if type(v) not in _ATOMS:
-                return float("inf")
-            total += len(v) if type(v) is str else 8
-        elif t is jinja2.nodes.List or (t is jinja2.nodes.Tuple and n.ctx == "load"):
-            total += 2 + len(n.items)
-            stack.extend(n.items)
-        elif t is jinja2.nodes.Dict:
-            total += 2 + 2 * len(n.items)
-            stack.extend(x for pair in n.items for x in (pair.key, pair.value))
-        else:
-            return float("inf")
-    return total
-
-
-_VISITORS: dict[type, Any] = {}  # node class -> the code generator's method for it (False: none)
-
-
-class _CodeGenerator(CodeGenerator):
-    """jinja's code generator minus compile-time evaluation (it would run outside the budget and the guards),
-    with ``~`` operands checked before they are joined."""
-
-    def visit(self, node, *args, **kwargs):
-        # jinja's visitor builds the method's name and looks it up at each of a template's ~2000 nodes.
-        f = _VISITORS.get(type(node))
-        if f is None:
-            f = _VISITORS[type(node)] = getattr(_CodeGenerator, f"visit_{type(node).__name__}", None) or False
-        if f:
-            return f(self, node, *args, **kwargs)
-        return self.generic_visit(node, *args, **kwargs)
-
-    def visit_Template(self, node, frame=None):
-        self._dependencies = (node.body, getattr(node, "sandbox_dependencies", None))
-        super().visit_Template(node, frame)
-
-    def pull_dependencies(self, nodes):
-        # The template's filters and tests, bound once at its start: their names were gathered by the parse's
-        # last walk (``_attach``), where jinja walks the tree again. Those this environment has are bound
-        # directly (its filters and tests never change once it is made); jinja's own code, which defers a
-        # missing one's error to its use, is kept for any template naming one it lacks.
-        body, names = getattr(self, "_dependencies", (None, None))
-        env = self.environment
-        if nodes is not body or names is None or not (names[0] <= env.filters.keys() and names[1] <= env.tests.keys()):
-            return super().pull_dependencies(nodes)
-        for id_map, found, kind in ((self.filters, names[0], "filters"), (self.tests, names[1], "tests")):
-            for name in sorted(found):
-                if name not in id_map:
-                    id_map[name] = self.temporary_identifier()
-                self.writeline(f"{id_map[name]} = environment.{kind}[{name!r}]")
-
-    def _output_child_to_const(self, node, frame, finalize):
-        if not isinstance(node, jinja2.nodes.TemplateData):
-            raise jinja2.nodes.Impossible()
-        return super()._output_child_to_const(node, frame, finalize)
-
-    def visit_Concat(self, node, frame):
-        if frame.eval_ctx.volatile:
-            func_name = "(markup_join if context.eval_ctx.volatile else str_join)"
-        elif frame.eval_ctx.autoescape:
-            func_name = "markup_join"
-        else:
-            func_name = "str_join"
-        self.write(f"{func_name}(environment.concat_parts((")
-        for arg in node.nodes:
-            self.visit(arg, frame)
-            self.write(", ")
-        self.write(")))")
-
-    # Literals: ``[x, x]`` nested 80 deep is a tiny object that ``==`` or ``in`` walks 2**80 times in C.
-    # A literal of constants (``('user', 'system')``) is a fresh tree whose weight the source fixes: it is
-    # weighed once here instead of at every evaluation.
-    def _checked_literal(self, visit, node, frame):
-        if _static_weight(node) <= MAX_OUTPUT:
-            return visit(node, frame)
-        self.write("environment.checked(")
-        visit(node, frame)
-        self.write(")")
-
-    def visit_List(self, node, frame):
-        self._checked_literal(super().visit_List, node, frame)
-
-    def visit_Dict(self, node, frame):
-        self._checked_literal(super().visit_Dict, node, frame)
-
-    def visit_Tuple(self, node, frame):
-        if node.ctx != "load":  # assignment targets stay names
-            return super().visit_Tuple(node, frame)
-        self._checked_literal(super().visit_Tuple, node, frame)
 
 
 def _concat_parts(parts: tuple) -> tuple:
@@ -764,26 +458,6 @@ def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False
 
 def _strftime_now(fmt):
     return datetime.now().strftime(fmt)
-
-
-class _Namespace(jinja2.utils.Namespace):
-    """Namespaces refuse underscore attributes, as transformers' do."""
-
-    def __init__(*args, **kwargs):
-        self, args = args[0], args[1:]
-        attrs = dict(*args, **kwargs)
-        for name in attrs:
-            _Namespace._check(name)
-        jinja2.utils.Namespace.__init__(self, attrs)
-
-    def __setitem__(self, name, value):
-        _Namespace._check(name)
-        jinja2.utils.Namespace.__setitem__(self, name, value)
-
-    @staticmethod
-    def _check(name):
-        if isinstance(name, str) and name.startswith("_"):
-            raise jinja2.exceptions.SecurityError(f"namespace attribute {name!r} is not allowed")
 
 
 def _environment(mutable: bool) -> jinja2.Environment:

@@ -29,7 +29,8 @@ import functools
 import regex as re
 from ..analysis.diff import markers
 from ..analysis.model import Analysis
-from .roundtrip import Case, _compare, _Parsing, _strings
+from .parsing import _Parsing
+from .roundtrip import VERIFY_TOOLS, Case, _compare, _strings
 
 VARIANTS = ("space_before_marker", "whitespace_added", "whitespace_removed", "end_marker_stripped", "reasoning_opener_repeated",
             "reasoning_opener_missing", "stray_reasoning_close", "ids_removed", "text_around_calls", "malformed_call", "call_truncated")
@@ -191,7 +192,7 @@ def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, rea
     ``parsing``: the verification's (``Report.parsing``, for ``template``): a variant that parses as a text
     already parsed (the same text after the same start anchor) is not parsed again."""
     marks = structural_markers(a)
-    parsing = parsing if parsing is not None else _Parsing(None, template)  # compiled once, not per parse
+    parsing = parsing if parsing is not None else _Parsing(None, template, VERIFY_TOOLS)  # compiled once, not per parse
     seen, results, why = set(), {}, {}
     for case in cases:
         if case.status != "pass" or case.name in seen:

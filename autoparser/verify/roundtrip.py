@@ -12,18 +12,15 @@ import copy
 import json
 import re
 from dataclasses import dataclass, field
-from itertools import chain
-
-from transformers.utils.chat_parsing import ResponseParser, parse_response
-from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from ..analysis.families import CONTENT_AS_REASONING
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
 from ..analysis.probes import Prober, assistant, drop_trailer, align_history, name_tools
-from ..errors import TemplateError, without_frames
+from ..errors import TemplateError
 from ..render import REASONING_KEYS, Renderer, budget, constant, watchdog
 from . import written
+from .parsing import _norm_calls, _Parsing
 
 AWKWARD = 'He said "hi" {not: json} <b>bold</b> & \\ back\\slash\n  tab\there — naïve 日本語 🙂'
 
@@ -199,66 +196,6 @@ class Report:
 
     def _verdict(self) -> dict:
         return {"passed": self.passed, "counts": self.counts(), "fields": self.per_field(), "limits": self.limits()}
-
-
-def chunks(text: str, sizes=(1, 3, 2, 4)):
-    i = k = 0
-    while i < len(text):
-        n = sizes[k % len(sizes)]
-        yield text[i : i + n]
-        i += n
-        k += 1
-
-
-SPAN = 8  # the longest piece fed between delimiters
-
-
-def cuts(spec, text: str) -> list[int]:
-    """Where verify's streamed parse cuts the generated text: around every delimiter the text holds (a
-    complete match of any field's open or close, and every marker-like token, which covers false starts
-    such as ``<b>``) at its start, after its first character, in its middle, before its last character,
-    at its end and the two characters after, plus the first two characters (a delimiter the prompt
-    began), and every ``SPAN`` characters between them.
-
-    These are the parser's hold-back paths: a partial delimiter at the end of what it was fed (the
-    shortest, a middle and the longest one), a complete one that could still grow (trailing whitespace,
-    a name) and the lookahead after it, text flushed right before a delimiter. The fixed cycle of 1-4
-    character pieces this replaces cut a delimiter at two to four pseudo-random places, and the text
-    between delimiters, where the parser flushes all it was fed whatever the cuts, every 2.5 characters.
-    Per-character streaming (tests/test_emit.py does it on the emitter's cases) gave the same verdicts
-    on corpus + wild (benchmarks/verdicts_equal.py)."""
-    n = len(text)
-    at = {1, 2}
-    patterns = [r for f in spec.fields.values() for r in (f.open_re, f.close_re) if r is not None]
-    for m in chain.from_iterable(r.finditer(text) for r in [*patterns, MARKER]):
-        s, e = m.span()
-        at.update((s, s + 1, (s + e) // 2, e - 1, e, e + 1, e + 2))
-    out = [0]
-    for i in sorted({x for x in at if 0 < x < n} | {n}) if n else ():  # every SPAN characters between them
-        while i - out[-1] > SPAN:
-            out.append(out[-1] + SPAN)
-        out.append(i)
-    return out
-
-
-def stream_parse(template: dict, text: str, prefix: str, tools) -> dict:
-    spec = load_response_template(template)
-    p = ResponseParser(spec, prefix=prefix, tools=tools)
-    at = cuts(spec, text)
-    for i, j in zip(at, at[1:]):
-        p.feed(text[i:j])
-    msg, _ = p.finalize()
-    return msg
-
-
-def _norm_calls(calls) -> list:
-    out = []
-    for c in calls or []:
-        fn = c.get("function", {}) if isinstance(c, dict) else {}
-        if not isinstance(fn, dict):  # a call kept as its text (a long call that did not parse): no name, its text
-            fn = {"arguments": fn}
-        out.append({"name": fn.get("name"), "arguments": fn.get("arguments"), "id": c.get("id") if isinstance(c, dict) else None})
-    return out
 
 
 def _cut(text: str, ends: tuple[str, ...]) -> str:
@@ -568,18 +505,16 @@ def _prober(chat_template: str, special_tokens: dict | None, seconds: float) -> 
     return pr
 
 
-def verify(chat_template: str, response_template: dict, special_tokens: dict | None = None, *, analysis: Analysis, messages=None, reasoning_field: str = "thinking",
-           uncovered=()) -> Report:
+def verify(chat_template: str, response_template: dict, special_tokens: dict | None = None, *, analysis: Analysis, messages=None, reasoning_field: str = "thinking") -> Report:
     """Round-trip ``response_template`` on the template's own renderings (``pipeline.verify`` checks what
     ``infer`` emits). The analysis says where each rendering's generation starts.
 
     The renderings of each probe message run under the analysis' time budget (``watchdog.TIME_BUDGET``);
-    parsing runs outside it. Cases of ``uncovered`` tool-call capabilities (the verdict's) are judged as
-    for a template without tool calls (``rejudge_uncovered``)."""
+    parsing runs outside it."""
     fields = template_fields(response_template, reasoning_field)
     pr = _prober(chat_template, special_tokens, watchdog.TIME_BUDGET)
     cases = _cases(pr, analysis, messages)
-    parsing = _Parsing(pr, response_template)
+    parsing = _Parsing(pr, response_template, VERIFY_TOOLS)
     for case in cases:
         if case.status == "pass":
             _check(case, response_template, reasoning_field, fields, parsing)
@@ -588,7 +523,7 @@ def verify(chat_template: str, response_template: dict, special_tokens: dict | N
         if case.status == "fail" and "tool_calls" in fields:
             _written(analysis, case, response_template, reasoning_field, fields, parsing)
     report = Report(cases, fields, parsing)
-    return rejudge_uncovered(report, response_template, set(uncovered), reasoning_field) if uncovered else report
+    return report
 
 
 def _cases(pr: Prober, analysis: Analysis, messages) -> list[Case]:
@@ -742,82 +677,10 @@ def _written(a: Analysis, case: Case, response_template: dict, reasoning_field: 
 FIELD_NAMES = {"content": "content", "thinking": "reasoning", "tool_calls": "tool_calls"}
 
 
-class _Parsing:
-    """The response_template compiled once for all of a verification's parses (transformers' loader
-    validates and compiles every pattern on each ``parse_response`` and ``ResponseParser``), and the
-    parses remembered on the prober by (template, the prompt after its last start anchor, generated text):
-    the cases of another history or thinking mode that come to the same text, the realistic stage's
-    variants and a repeated verification of the same template (``pipeline.verify`` after ``infer``)
-    parse nothing again."""
-
-    def __init__(self, pr: Prober | None, response_template: dict):
-        try:
-            self.spec = load_response_template(response_template)
-        except Exception:  # noqa: BLE001 - each parse then raises it, as a verification failure
-            self.spec = response_template
-        self.memo = pr.memo.setdefault("parses", {}) if pr is not None else {}
-        self.tails: dict[str, tuple[str, str]] = {}
-        if len(self.memo) > 4096:
-            self.memo.clear()
-        try:
-            self.key = json.dumps(response_template, sort_keys=True, ensure_ascii=False)
-        except (TypeError, ValueError):
-            self.key, self.memo = None, {}
-
-    def _tail(self, prompt: str) -> str:
-        """What a parse reads of the prompt: ``ResponseParser`` keeps only the text after its last start
-        anchor (``truncate_past_last_anchor``), so prompts that differ before it (a history turn, another
-        system text) parse the same generated text to the same message: half of verify's parses."""
-        return self._prefix(prompt)[0]
-
-    def _prefix(self, prompt: str) -> tuple[str, str]:
-        """(the tail, the prefix a parse is given): the prompt from its last anchor on, where the parser reads
-        the same tail from it, so each parse does not search the whole prompt (tools, history) again."""
-        hit = self.tails.get(prompt)
-        if hit is None:
-            try:
-                tail = self.spec.truncate_past_last_anchor(prompt)
-                last = None
-                for last in self.spec.start_anchor_re.finditer(prompt):
-                    pass
-                short = prompt[last.start():] if last is not None else prompt
-                hit = (tail, short if self.spec.truncate_past_last_anchor(short) == tail else prompt)
-            except Exception:  # noqa: BLE001 - a template that does not load: each parse raises its error
-                hit = (prompt, prompt)
-            self.tails[prompt] = hit
-        return hit
-
-    def one_shot(self, prompt: str, text: str) -> dict:
-        prefix = self._prefix(prompt)[1]
-        return self._remembered("one-shot", prompt, text, lambda: parse_response(text, self.spec, prefix=prefix, tools=VERIFY_TOOLS))
-
-    def streamed(self, prompt: str, text: str) -> dict:
-        prefix = self._prefix(prompt)[1]
-        return self._remembered("streamed", prompt, text, lambda: stream_parse(self.spec, text, prefix, VERIFY_TOOLS))
-
-    def _remembered(self, how: str, prompt: str, text: str, parse) -> dict:
-        """The parse, or the exception it raised, remembered; a repeat gets its own copy (the first caller
-        keeps the object it was given: cases are read, never edited, once parsed)."""
-        key = (how, self.key, self._tail(prompt), text)
-        hit = self.memo.get(key)
-        if hit is None:
-            try:
-                out = parse()
-            except Exception as e:  # noqa: BLE001 - remembered and raised again, as the parser raised it
-                out = without_frames(e)
-            if self.key is not None:
-                self.memo[key] = out
-        else:
-            out = hit if isinstance(hit, Exception) else copy.deepcopy(hit)
-        if isinstance(out, Exception):
-            raise out
-        return out
-
-
 def _check(case: Case, response_template: dict, reasoning_field: str, fields: frozenset = FIELDS, parsing: _Parsing | None = None) -> None:
     """Parse the generated text one-shot and streamed; mark the case and each field pass or fail."""
     try:
-        parsing = parsing or _Parsing(None, response_template)
+        parsing = parsing or _Parsing(None, response_template, VERIFY_TOOLS)
         case.parsed = parsing.one_shot(case.prompt, case.generated)
         case.streamed = parsing.streamed(case.prompt, case.generated)
     except Exception as e:  # noqa: BLE001 - a parse error is a verification failure
@@ -835,70 +698,3 @@ def _check(case: Case, response_template: dict, reasoning_field: str, fields: fr
     case.fields = {k: ("pass" if f1.get(k) == f2.get(k) == "pass" else "fail") for k in sorted(set(f1) | set(f2))}
     if any(v == "fail" for v in case.fields.values()):
         case.status = "fail"
-
-
-# ------------------------------------------------------------------------------- tool-call capabilities
-# Which probe messages show which capability of a tool-call field. A case whose rendering carries only
-# one call (templates that render the first call alone) shows a single call, whatever its name.
-CAPABILITIES = ("single", "parallel", "nested", "content_beside", "ids")
-_CAPABILITY_OF = {"one call": "single", "reasoning + call": "single", "parallel calls": "parallel", "nested args": "nested",
-                  "content + call": "content_beside"}
-
-
-def capability(case: Case) -> str | None:
-    """The tool-call capability a case shows, or None (no calls rendered, or not a tool-call probe)."""
-    calls = case.expected.get("tool_calls")
-    cap = _CAPABILITY_OF.get(case.name)
-    if not calls or cap is None:
-        return None
-    return "single" if cap == "parallel" and len(calls) < 2 else cap
-
-
-def capabilities(report: Report) -> dict[str, str]:
-    """Each capability: pass (every case showing it passes or is a limit), fail, or absent (no case shows
-    it). ``ids`` is the ids field's verdict (absent when no call renders an id)."""
-    out = dict.fromkeys(CAPABILITIES, "absent")
-    for c in report.cases:
-        cap = capability(c)
-        if cap is None or c.status == "skip":
-            continue
-        parsed = "tool_calls" in report.fields  # without the field, calls that pass arrived in content: not covered
-        out[cap] = "fail" if c.status == "fail" or out[cap] == "fail" or not parsed else "pass"
-    ids = report.per_field().get("ids")
-    out["ids"] = {"pass": "pass", "limit": "pass", "fail": "fail"}.get(ids, "absent") if "ids" in report.fields else \
-        ("fail" if any(c.expected.get("tool_calls") and any(x["id"] for x in c.expected["tool_calls"]) for c in report.cases) else "absent")
-    return out
-
-
-def _content_kept(c: Case, reasoning_field: str) -> bool:
-    """Content beside calls that does not round-trip but loses nothing: the calls parse right and the
-    content holds the message's (with text the template writes around it, ``Thought: …``)."""
-    if c.error or not c.parsed or not c.streamed:
-        return False
-    for got in (c.parsed, c.streamed):
-        judged = _compare(c.expected, got, reasoning_field, frozenset(f for f in c.fields if f != "content") | {"tool_calls"})
-        if any(v == "fail" for v in judged.values()) or c.expected.get("content", "") not in (got.get("content") or ""):
-            return False
-    return True
-
-
-def rejudge_uncovered(report: Report, response_template: dict, uncovered: set[str], reasoning_field: str = "thinking") -> Report:
-    """The report with the cases of ``uncovered`` capabilities judged as for a template without tool
-    calls: no call may be parsed from them and their text (the content and each call's name) must
-    arrive in content. What a field does not cover must come back as plain text, never wrong."""
-    plain = report.fields - {"tool_calls", "ids"}
-    cases = []
-    for c in report.cases:
-        if capability(c) == "content_beside" and "content_beside" in uncovered and c.status == "fail" and _content_kept(c, reasoning_field):
-            c = Case(c.name, c.mode, c.history, "pass", c.how, fields={**c.fields, "content": "pass"}, prompt=c.prompt, generated=c.generated,
-                     expected=c.expected, parsed=c.parsed, streamed=c.streamed, source=c.source, reading=c.reading)
-        elif capability(c) in uncovered and c.status in ("pass", "fail") and c.source:
-            c = Case(c.name, c.mode, c.history, "pass", c.how, prompt=c.prompt, generated=c.generated, expected=c.expected, source=c.source,
-                     reading=c.reading)
-            _check(c, response_template, reasoning_field, plain, report.parsing)
-            for got in (c.parsed, c.streamed):
-                if c.status == "pass" and (got or {}).get("tool_calls"):
-                    c.status, c.error = "fail", "an uncovered tool call was parsed instead of arriving in content"
-                    c.fields = {**c.fields, "content": "fail"}
-        cases.append(c)
-    return Report(cases, report.fields, report.parsing)

@@ -28,7 +28,8 @@ from ..analysis.model import Analysis, Reasoning, Tools
 from ..emit import emit
 from ..errors import VerificationError
 from . import realistic
-from .roundtrip import FIELD_NAMES, capabilities, capability, rejudge_uncovered, template_fields, verify
+from .capabilities import capabilities, capability, rejudge_uncovered
+from .roundtrip import FIELD_NAMES, template_fields, verify
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
 # Variants whose failure can mean words the model wrote reach no field (not a field read wrongly): the text

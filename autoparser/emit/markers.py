@@ -1,0 +1,117 @@
+"""Regex text for literal markers: escaping, the whitespace a marker run may hold, and closes that are safe while
+a longer marker may still be arriving. Shared by every builder of the emitter."""
+
+from __future__ import annotations
+
+import regex as re
+
+from ..analysis.diff import MARKER
+
+
+def then_space(*alternatives: str) -> str:
+    r"""A close pattern that also takes the whitespace after the region it ends: whitespace between a
+    closed region and the next one (``</tool_call>\n<tool_call>``, ``</tool_call>\n<|im_end|>``) must
+    never open the implicit field, which would close empty and wipe the content before. Taken here,
+    after the close, rather than before every open and end marker: a leading ``\s*`` on an open is
+    tried at every space of prose the streaming parser searches (a tenth of its time per chunk)."""
+    alts = [a for a in alternatives if a]
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return body + r"\s*"
+
+
+def esc(text: str) -> str:
+    """``re.escape`` that writes newlines and tabs as ``\\n``/``\\t`` and leaves spaces bare (emitted templates
+    are read by people)."""
+    return re.escape(text).replace("\\\n", r"\n").replace("\\\t", r"\t").replace("\\\r", r"\r").replace("\\ ", " ")
+
+
+def literals(marks) -> list[str]:
+    """Literal markers as regex alternatives, in the order transformers tries a literal list: longest first."""
+    return [esc(m) for m in sorted(dict.fromkeys(marks), key=len, reverse=True)]
+
+
+def prefix_safe(marks) -> str:
+    r"""Literal markers as one regex alternation in which a marker that begins a longer one never wins while
+    the longer one may still be arriving: longest first, and the shorter refuses to match when all that
+    follows it is a beginning of a longer one's rest (``<\|close\|>(?!(?:r|re|…)\Z)``). transformers
+    judges a regex match final once it does not end at the buffer's edge, and the ``regex`` module's
+    partial search prefers a complete match to a partial one: with plain alternatives ``<|close|>``
+    matched inside ``<|close|>r`` is final while ``<|close|>response<|sep|>`` arrives, so a stream would
+    commit the short marker and leave the rest as text."""
+    marks = sorted({m for m in marks if m}, key=len, reverse=True)
+    out = []
+    for m in marks:
+        heads = sorted({x[len(m):len(m) + k] for x in marks if x != m and x.startswith(m) for k in range(1, len(x) - len(m))}
+                       | {x[len(m):] for x in marks if x != m and x.startswith(m)}, key=len, reverse=True)
+        out.append(esc(m) + (f"(?!(?:{'|'.join(map(esc, heads))})\\Z)" if heads else ""))
+    return "|".join(out)
+
+
+def _flex(literal: str) -> str:
+    r"""Regex for a literal marker run: any whitespace (or none) where the template put whitespace, and
+    any between two markers the template wrote adjacent (``</function></tool_call>``): models and
+    detokenizers add and drop whitespace at marker boundaries (docs/FORMATS.md §7b)."""
+    out, i, n = [], 0, len(literal)
+    ends = {m.end() for m in MARKER.finditer(literal)}
+    starts = {m.start() for m in MARKER.finditer(literal)}
+    while i < n:
+        if literal[i].isspace():
+            j = i
+            while i < n and literal[i].isspace():
+                i += 1
+            # Between two words (``<call name=``) whitespace stays required.
+            out.append(r"\s+" if j and i < n and literal[j - 1].isalnum() and literal[i].isalnum() else r"\s*")
+            continue
+        if i and not literal[i - 1].isspace() and ((i in ends and literal[i] in "<[") or (i in starts and literal[i - 1] in ">]")):
+            out.append(r"\s*")
+        out.append(re.escape(literal[i]))
+        i += 1
+    return "".join(out)
+
+
+# One atom of a regex pattern: an escape, a character class, a group opening, or one character.
+_ATOM = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\(\?(?:P<\w+>|P=\w+\)|&\w+\)|<[=!]|[:=!>]|[\w-]+[:)])?|\{\d*,?\d*\}|.", re.S)
+_WS_ESC = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\ ": " ", "\\\n": "\n", "\\\t": "\t", "\\\r": "\r"}
+
+
+def flex_pattern(pattern: str) -> str:
+    r"""``_flex`` applied to every run of literal text in a regex (a call header built by the analysis:
+    ``<tool_call>\n<function=(?P<name>…)>``): whitespace in it becomes ``\s*``, adjacent markers get
+    ``\s*`` between them, and so does a marker next to a name or id capture (``<tool_call>  name``).
+    Never at the pattern's start (a leading ``\s*`` is tried at every space of prose)."""
+    atoms = _ATOM.findall(pattern)
+    out: list[str] = []
+    run: list[str] = []  # the literal text of the current run
+
+    def literal(a: str) -> str | None:
+        if a in _WS_ESC:
+            return _WS_ESC[a]
+        if len(a) == 2 and a[0] == "\\" and not a[1].isalnum():
+            return a[1]
+        if len(a) == 1 and a not in "()[]{}|^$.?*+\\":
+            return a
+        return None
+
+    def flush(before_group: bool) -> None:
+        if not run:
+            return
+        text = "".join(run)
+        body = _flex(text)
+        if out and out[-1] == ")" and MARKER.match(text):
+            body = r"\s*" + body
+        if before_group and any(m.end() == len(text) for m in MARKER.finditer(text)):
+            body += r"\s*"
+        out.append(body)
+        run.clear()
+
+    for k, a in enumerate(atoms):
+        nxt = atoms[k + 1] if k + 1 < len(atoms) else ""
+        lit = literal(a)
+        quantified = bool(nxt) and (nxt[0] in "?*+" or (nxt.startswith("{") and nxt.endswith("}")))
+        if lit is not None and not quantified:
+            run.append(lit)
+            continue
+        flush(a.startswith("(?P<"))
+        out.append(a)
+    flush(False)
+    return "".join(out)
