@@ -174,10 +174,13 @@ def test_a_bare_json_call_that_is_not_one_stays_content(text):
 @pytest.mark.parametrize("text, n", [
     ('<|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|eot_id|>', 1),
     ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', 2),
+    ('Let me check. <|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}', 1),  # after text: the lead marks it
 ])
 def test_llama32_python_tag_before_json_calls(text, n):
     """workarounds/llama3-python-tag.json: Llama 3.2 writes ``<|python_tag|>`` before a JSON call (and
-    between calls) though its template never does."""
+    between calls) though its template never does. The lead is a special token, so it marks a call after
+    text too (SGLang's Llama 3.2 parser); a bare call after text stays content
+    (``test_a_bare_json_call_that_is_not_one_stays_content``)."""
     from conftest import corpus_template
 
     src = corpus_template("meta-llama-Llama-3.2-3B-Instruct")
@@ -189,7 +192,8 @@ def test_llama32_python_tag_before_json_calls(text, n):
     for i in range(0, len(text), 3):
         p.feed(text[i : i + 3])
     assert p.finalize()[0] == one
-    assert _calls(one) == [WEATHER] * n and not one.get("content"), one
+    assert _calls(one) == [WEATHER] * n, one
+    assert one.get("content") == (text.partition("<|python_tag|>")[0].strip() or None), one
 
 
 @pytest.mark.parametrize("header", ["tools.get_weather:0", "get_weather:0"])
@@ -207,3 +211,36 @@ def test_a_self_closing_mark_inside_an_argument_ends_no_call(value):
     text = f'<｜TX｜calls>\n<｜TX｜invoke name="f">\n<｜TX｜param name="k" {value}</｜TX｜param>\n</｜TX｜invoke>\n</｜TX｜calls>'
     expected = {"k": "a <br/> b"} if "true" in value else {"k": {"<br/>": [1, "x/>"]}}
     assert _calls(_parse("typed-attribute", text)) == [("f", expected)]
+
+
+@pytest.mark.parametrize("text, value", [
+    ('<function name="write"><param name="body"><![CDATA[a < b && c\n  d\n]]></param></function>', "a < b && c\n  d\n"),
+    ('<function name="write"><param name="body">\n<![CDATA[x</param>y]]>\n</param></function>', "x</param>y"),  # an end tag inside the section is text
+    ('<function name="write"><param name="body">plain</param></function>', "plain"),
+    ('<function name="write"><param name="body"><![CDATA[ left open</param></function>', "<![CDATA[ left open"),  # no ]]>: as written
+])
+def test_an_xml_value_in_a_cdata_section_is_its_text(text, value):
+    """A value written as an XML CDATA section is the section's text, byte for byte (MiniCPM 5's template
+    writes one for a value holding <, & or a newline; vLLM's and SGLang's MiniCPM 5 parsers unwrap it)."""
+    assert _calls(_parse("xml-cdata", text)) == [("write", {"body": value})]
+
+
+def test_a_template_writing_cdata_values_round_trips_them():
+    """The template's own CDATA sections read back as the values it was given: no lossy-history limit."""
+    verdict = autoparser.infer_result((MODELS / "xml-cdata.jinja").read_text(encoding="utf-8")).verdict
+    assert verdict["fields"]["tool_calls"] == "pass" and not verdict["limits"], verdict
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<|python_start|>[get_weather(city="Paris")]<|python_end|>', None),
+    ("<|python_start|>[get_weather(city=\"Paris\")]", None),
+    ("[get_weather(city=\"Paris\")]<|python_end|>", None),
+    ("Let me check. <|python_start|>[get_weather(city=\"Paris\")]<|python_end|> Done.", "Let me check.\nDone."),
+])
+def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
+    """A pythonic call list with no marker of its own wrapped in special tokens the template never writes
+    (Llama 4's <|python_start|>…<|python_end|>; vLLM's and SGLang's pythonic parsers read it): the token
+    before the list opens the calls, the one after it is consumed, one-shot and streamed alike."""
+    msg = _parse("pythonic-bare", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})]
+    assert msg.get("content") == content

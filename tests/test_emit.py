@@ -64,6 +64,22 @@ def test_a_wrapper_left_out_keeps_the_text(text, content):
         assert msg["content"] == content
 
 
+@pytest.mark.parametrize("text, content", [
+    ("<answer>\nParis is sunny.\n</answer><|stop|>", "<answer>\nParis is sunny.\n</answer>"),  # a tag the template never writes
+    ("<b>Sunny</b> in Paris.", "<b>Sunny</b> in Paris."),
+    ('<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls><p>Done.</p>', "<p>Done.</p>"),
+    ("助手：Wrapped.<|stop|>", "Wrapped."),
+    ("<|eot|>", None),  # a special token the analysis never saw is no text, as before
+])
+def test_bare_text_that_begins_with_a_tag_keeps_it(text, content):
+    """A reply that leaves the content wrapper out and begins with ``<`` (Hunyuan-A13B's ``<answer>``, HTML)
+    was outside every field and lost, since any ``<`` might have begun a marker. Text opens content once it
+    has parted from every marker that may come there, character by character, so a stream still never
+    takes a marker's first half for text."""
+    for msg in both(template("wrapped-unless-calls"), text):
+        assert msg.get("content") == content
+
+
 @pytest.mark.parametrize("text, content, calls", [
     ("Plain answer.<|done|>", "Plain answer.", []),  # no header at all: content, not lost
     ("sent it.<|done|>", "sent it.", []),  # parts from the recipient word (send=) after its first letters

@@ -236,10 +236,13 @@ def _peer_prefix(case: dict) -> str:
     leaves no reasoning open, else a thinking-off render, else the plain prompt plus the reasoning end marker."""
     fam = case["_family"]
     path, tokens = str(fam["template"]), tuple(sorted(fam["tokens"].items()))
-    kwargs = {**fam["render_kwargs"], **(case.get("render_kwargs") or {})}
+    own = case.get("render_kwargs") or {}
+    kwargs = {**fam["render_kwargs"], **own}
     render = lambda kw: _prefix(path, tokens, "[]", json.dumps(kw, sort_keys=True), None)  # noqa: E731
     if is_reasoning_case(case):
-        return render({**kwargs, **fam["think_kwargs"]})
+        # The case's own kwargs win: a peer test run with thinking off (``enable_thinking=False``) is scored
+        # on the thinking-off prompt, not on the family's thinking-on one.
+        return render({**kwargs, **fam["think_kwargs"], **own})
     start, end = _infer(path, tokens)[2]
 
     def left_open(p: str) -> bool:
@@ -451,7 +454,12 @@ def _strings(value: Any, out: list[str]) -> list[str]:
 def _message_words(msg: dict) -> Counter:
     """Every word of a parsed message: its text fields, call names, argument keys and values, ids (and the
     message's own key names, which the output spells too: ``"name"``, ``"arguments"``)."""
-    return Counter(w for s in _strings(msg, []) for w in _words(s))
+    # Text fields hold the output's own text (a call left in content, escapes and all): read as the output is.
+    text = ("content", "reasoning", "thinking")
+    raw = [_ESCAPE.sub(" ", v) for k, v in msg.items() if k in text and isinstance(v, str)]
+    rest = {k: v for k, v in msg.items() if not (k in text and isinstance(v, str))}
+    keys = [k for k in msg if k not in rest]  # the text fields' own key names, as ``_strings`` counts every key
+    return Counter(w for s in _strings(rest, []) + keys + raw for w in _words(s))
 
 
 @lru_cache(maxsize=None)

@@ -58,6 +58,12 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
         run = markers(mid[:cut])
         if run:
             found += [_worded(mid[:cut]) or run[0], run[-1]]
+    # The tokenizer's end-of-sequence token ends a reply too where the template ends its turns with another
+    # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``): an engine that keeps special
+    # tokens leaves it at the end of the text, after a call or an answer. Only a marker-shaped token.
+    eos = pr.r.special_tokens.get("eos_token", "").strip()
+    if found and eos and MARKER.fullmatch(eos):
+        found.append(eos)
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
     return ends

@@ -25,7 +25,7 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
 from .markers import esc, literals, prefix_safe, then_space
-from .tools import dropped_section, one
+from .tools import dropped_section, one, token_after_list
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -211,6 +211,28 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "".join(out), pattern[i:]
 
 
+SPECIAL_OPENERS = ("<|", "<｜")  # how a special token begins (``tools.SPECIAL``): one the analysis never saw is no text either
+
+
+def parts_from(marks) -> str:
+    r"""Text that begins none of ``marks``, decided where it parts from the last of them: for every proper
+    prefix of a marker (the empty one included), that prefix then a character no marker continues it with
+    (``[^\s<]|<[^t|]|<t[^h]|…``). A bare reply that begins ``<answer>`` or ``<b>`` is text once ``<a`` has
+    arrived; one that begins ``<th`` waits for the next character, so a stream never takes a marker's first
+    half for text. A whole marker is no text (nor a text that ends within a marker's first characters), nor is
+    text that begins like a special token (``<|``, ``<｜``): a token the analysis never saw (an end-of-turn
+    token left in the text) stays out of the content, as every ``<`` did before."""
+    marks = sorted({m.strip() for m in marks if m and m.strip()})
+    alts = []
+    for p in sorted({m[:k] for m in marks for k in range(len(m))}, key=lambda x: (len(x), x)):
+        if p in marks or p.startswith(SPECIAL_OPENERS):
+            continue
+        nxt = sorted({m[len(p)] for m in marks if m.startswith(p) and len(m) > len(p)}
+                     | ({o[1] for o in SPECIAL_OPENERS} if p == "<" else set()))
+        alts.append(re.escape(p) + "[^" + (r"\s" if not p else "") + "".join(re.escape(ch) for ch in nxt) + "]")
+    return "(?:" + "|".join(alts) + ")"
+
+
 JOIN = "\n"  # between two regions of one text field: the text before a call and the text after it
 
 
@@ -326,10 +348,10 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # A reply that leaves the wrapper out (bare text) would be outside every field, and lost: at the
         # reply's start, text whose first character begins none of the markers that may come there opens
         # content. One character decides, so a stream never opens it on the first half of a marker.
-        starts = [c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
-        firsts = sorted({m.strip()[0] for m in starts if m and m.strip()})
-        if firsts:
-            cls = r"(?=\s*+[^\s" + "".join(re.escape(ch) for ch in firsts) + "])"
+        # A numbered wrapper (``[4] ``) is any number: its first character alone decides, as it always did.
+        starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
+        if any(m and m.strip() for m in starts):
+            cls = r"(?=\s*+" + parts_from(starts) + ")"
             bare = r"\A" + cls
             # ... and likewise after any region: text a model writes bare after its calls (Command R7B's answer
             # after ``<|END_ACTION|>`` with no ``<|START_RESPONSE|>``), or after a stray close of the content
@@ -371,6 +393,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
             # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
+        after_list = token_after_list(t) if "tool_calls" in fields else None
+        if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
+            extra += [("<", after_list)]
         f = {"close_pattern": _implicit_close(cores, fields.get("tool_calls"), extra)} if cores or extra else {}
         section = dropped_section(t)
         if section:  # calls no field reads: their section is consumed, not read as content

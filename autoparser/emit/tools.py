@@ -167,8 +167,11 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]
     # the lead or a fence's end waits for the rest, which would otherwise be left to content.
     cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
     tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
+    # A lead that is a special token (``<|python_tag|>``) marks a call wherever it stands: after text too
+    # (SGLang's Llama 3.2 parser reads ``Let me check. <|python_tag|>{…}``), as any marker-opened call.
+    anywhere = rf"|{esc(t.call_lead)}\s*" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later})(?=(?&jb)){head}" + define,
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later}{anywhere})(?=(?&jb)){head}" + define,
         "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
         "repeats": True,
         "content": "json",
@@ -207,7 +210,8 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     return field, warnings
 
 
-SPECIAL = re.compile(r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>")  # pipe-delimited tokens: special in every vocabulary we know
+_SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
+SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 
 
 def _tag_like(opener: str) -> bool:
@@ -340,6 +344,17 @@ def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | 
     return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cuts})\Z))"
 
 
+def _cdata(vs: str, value: str) -> str:
+    r"""Where a value is an element's text (its close is an end tag, ``</param>``), the value written as an XML
+    CDATA section, ``<![CDATA[text]]>``, is its text: templates write one for a value holding ``<``, ``&`` or
+    a newline (MiniCPM 5), and models write it whatever their template does. The section is an alternative
+    tried first, capturing the same ``value`` group (the regex module keeps the alternative that matched);
+    a value that only begins with ``<![CDATA[`` (no ``]]>`` right before the end tag) is read as written."""
+    if not vs.strip().startswith("</"):
+        return value
+    return r"(?:<!\[CDATA\[(?P<value>.*?)\]\]>(?=\n?" + _flex(vs.strip()) + r"|\s*\Z)|" + value + ")"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -416,7 +431,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
-            field["content_args"] = {"tag_pattern": key_re + ks_re + r"(?P<value>.*?)(?:" + vs_re + r"|\s*\Z)"}
+            field["content_args"] = {"tag_pattern": key_re + ks_re + _cdata(vs, r"(?P<value>.*?)") + r"(?:" + vs_re + r"|\s*\Z)"}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
@@ -507,7 +522,11 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
         # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
         glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
-        open_pattern = rf"(?:{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
+        # A list with no marker of its own may be wrapped in special tokens the template never writes
+        # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
+        # before the list is the open's, one after it the close's, so neither is left in content.
+        token = "" if markers(sec) else rf"(?:(?:{_SPECIAL_TOKEN})\s*)?"
+        open_pattern = rf"(?:{token}{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
     else:
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
@@ -521,6 +540,17 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         "transform": _call_transform("{name}", "{content}", None),
     }
     return field, warnings
+
+
+def token_after_list(t: Tools) -> str | None:
+    r"""For pythonic calls in a list with no marker of its own (``[f(a=1)]``): a special token right after the
+    list's ``]`` (Llama 4's ``<|python_end|>``), as a pattern the implicit content consumes without opening
+    (``emit/template.py``): the call's close has ended, and whenever the token arrives (streamed as one
+    token after ``]`` was committed, or in the same text) it is no text."""
+    sec, sec_end = t.section_start.strip(), t.section_end.strip()
+    if t.arguments.kind != "pythonic" or not sec or not sec_end or markers(sec) or markers(sec_end):
+        return None
+    return rf"(?:{_SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{_SPECIAL_TOKEN}))"
 
 
 def dropped_section(t: Tools) -> str | None:
