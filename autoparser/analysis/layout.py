@@ -130,6 +130,13 @@ def _lazy_free(regex: str) -> str:
     return re.sub(r"([*+}])\?", r"\1", regex)
 
 
+def _upto_turn_end(close: str, ends: tuple[str, ...]) -> str:
+    """A close that holds the turn's end marker ends with it (HyperCLOVAX's ``]<|im_end|><|stop|>``): the model
+    stops at that marker, so what the template renders after it is never written (as the parser reads it)."""
+    cut = min((close.find(e) + len(e) for e in ends if e in close), default=len(close))
+    return close[:cut].strip()
+
+
 def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
     """The turn's layout, or NoGrammar saying why this format cannot be constrained."""
     t, r, c = a.tools, a.reasoning, a.content
@@ -175,7 +182,7 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
             raise NoGrammar("calls keyed by name without a marker")
         if kind != "json_key" and not (t.name_path and t.args_path):
             raise NoGrammar("call objects without name and arguments paths")
-        return Layout(kind, trigger=start, call_start=start, call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+        return Layout(kind, trigger=start, call_start=start, call_end=_upto_turn_end(t.call_end.strip(), ends), separator=t.call_separator.strip(),
                       lead="" if start else lead,
                       call_start_raw=t.call_start, call_end_raw=t.call_end,
                       first_key=t.first_key, extra_key=extra, **paths, **common)
@@ -205,7 +212,8 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
     kind = "pythonic" if pythonic else "tagged_dialect" if dialect else "tagged_json" if args.kind == "json" else "tagged_kv"
     return Layout(kind, trigger=trigger, section_start=section,
-                  section_end=t.section_end.strip(), call_end=t.call_end.strip(), separator=t.call_separator.strip(),
+                  section_end=_upto_turn_end(t.section_end.strip(), ends), call_end=_upto_turn_end(t.call_end.strip(), ends),
+                  separator=t.call_separator.strip(),
                   call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)
 
