@@ -43,7 +43,7 @@ def bounded_whitespace(pattern: str) -> str:
             if not in_class and pattern[i + 1] == "s" and pattern[i + 2 : i + 3] in ("*", "+"):
                 run = r"\s{0,%d}" % WS_RUN if pattern[i + 2] == "*" else r"\s{1,%d}" % WS_RUN
                 before = closed if out and out[-1] == ")" else _ends_unspaced("".join(out[-1:]))
-                if any(g[0] for g in groups) and pattern[i + 3 : i + 4] != "+" and before:
+                if groups and groups[-1][0] and pattern[i + 3 : i + 4] != "+" and before:
                     # In a lookbehind, after a marker: possessive. The ``regex`` module's partial search reports a
                     # lookbehind ``(?<=>\s{0,64})`` that fails as a partial match from there to the buffer's end
                     # (2026.11.19), which holds a stream back whole; taken possessively (the same matches: the
@@ -57,7 +57,8 @@ def bounded_whitespace(pattern: str) -> str:
             continue
         if not in_class and c == "(":
             # (in a lookbehind, whether every alternative so far ends with a literal that matches no whitespace)
-            groups.append([pattern.startswith(("(?<=", "(?<!"), i) or any(g[0] for g in groups), True])
+            behind = True if pattern.startswith(("(?<=", "(?<!"), i) else False if pattern.startswith(("(?=", "(?!"), i) else bool(groups and groups[-1][0])
+            groups.append([behind, True])
         elif not in_class and c == "|" and groups:
             groups[-1][1] = groups[-1][1] and _ends_unspaced("".join(out[-1:]))
         elif not in_class and c == ")" and groups:

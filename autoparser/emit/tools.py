@@ -608,19 +608,24 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     sep = _flex(raw) if raw.strip() else (r"(?:\s*,\s*|\s+)" if raw else r"\s*,\s*")
     close = re.escape(t.call_end)
     if sec:
-        inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
         # A bare bracket opens calls only as a list of its own, not glued to a word (``hello world[A(``,
         # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
         # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
         glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
-        open_pattern = rf"(?:{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
+        # A later call opens right where the previous call's close (which takes the separator) left the parser
+        # (``\G``): a bounded look, where a lookbehind to the section's start re-read the section for every
+        # call (quadratic in the calls). In prose, the parser never stops between ``), `` and a name: the
+        # last alternative, which never matches, is pending from the ``)`` until the name's ``(`` arrives.
+        bare = r"[A-Za-z_][\w.\-]*" + re.escape(t.name_suffix)
+        open_pattern = rf"(?:{_flex(sec)}{glued}\s*{name}|\G(?<={close}{sep}){name}|{close}{sep}{bare}(?!))"
     else:
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
     tail = rf"\s*{_flex(sec_end)}\s*" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": open_pattern,
-        "close_pattern": rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})|{close}{tail}",
+        "close_pattern": (rf"{close}{sep}(?=[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})" if sec
+                          else rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})") + rf"|{close}{tail}",
         "repeats": True,
         "content": "xml-inline",
         "content_args": _pythonic_args(t),
