@@ -158,7 +158,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.shared_start and not start:
         return _bare_json_run(t, ends, reasoning_end)
     if not start and not t.shared_start and not t.array_wrapped and _any_args_key(t):
-        return _bare_json_calls(t, reasoning_end)
+        return _bare_json_calls(t, reasoning_end, ends)
     if t.shared_start:
         return _json_run(t, start, ends)
     field: dict = {}
@@ -245,37 +245,41 @@ def _any_args_key(t: Tools) -> bool:
             and not t.id_path and not t.name_is_key and not t.arguments.string_delims and not t.arguments.unquoted_keys)
 
 
-def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]]:
+def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None = None) -> tuple[dict, list[str]]:
     r"""A bare JSON call object with no marker (``{"name": "f", "parameters": {…}}``), read as the family's
     parsers read it (vLLM's and SGLang's Llama 3 JSON parsers): the arguments under either key,
     ``parameters`` or ``arguments`` (the template writes one; models write both), and several calls one
     after another separated by ``;`` or whitespace. The transform can name only one key, so each call
-    opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``) once the whole
-    object is balanced (a call cut off stays content), its body is the arguments, and it closes on the
-    object's ``}`` right after the arguments' value, with the separator when another call follows; text
-    after it is content. The close stands on the value's end two ways: after a balanced match (``\G``
-    value ``\K``) and on the value's last ``}``/``]`` (``\G(?<=[}\]])``), which is where a stream holding
-    the close pending resumes and where transformers 5.24 re-matches to see that the close is final.
-    The first call stands at the reply's start (or after the reasoning, or after a markdown fence); a
-    later one only when everything before it is such calls."""
+    opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``), its body is the
+    arguments, and it closes on the object's ``}`` right after the arguments' ``}``/``]``, followed by the next
+    call (the separator taken), the turn's end, the end of the text, a fence's end, or text on a new line
+    (docs/FORMATS.md §9: every decision from a bounded look). The first call stands at the reply's start (or
+    after the reasoning, or after a markdown fence); a later one where the previous call's close left the
+    parser (``\G``), and prose never stops between ``}``, a separator and a head (the last open alternative,
+    which never matches, is pending there until the head is whole or fails).
+
+    Checking the whole object balanced before it opened held a call back whole and re-read it on every
+    delta. The price: a call cut off before its end is a call whose arguments are its text; text on the
+    same line after a call is the arguments' text; an argument string holding ``}}`` and a new line that
+    starts with no JSON ends the call there."""
     name_key = re.escape(t.name_path[0])
     keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
-    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    loose_head = rf"\{{\s*\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
     # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
     sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     first = ("(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]) + r"\s*"
     lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
-    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
-    later = rf"(?<=\}}{sep})(?<={first}{lead}{FENCE_OPEN}(?:{obj}{sep})+)"
-    define = _Dialect().define(grammar=False)
-    # The separator is taken whether or not a call follows (a stream cannot wait to know); a stream cut inside
-    # the lead or a fence's end waits for the rest, which would otherwise be left to content.
+    # The object's ``}`` stands right after the arguments' last bracket.
+    obj_end = r"(?<=[}\]])\s*\}"
+    # A stream cut inside the lead or a fence's end waits for the rest, which would otherwise be left to content.
     cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
-    tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
+    finals = "|".join([*literals(ends or []), r"\Z"])
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later})(?=(?&jb)){head}" + define,
-        "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}|\}}{sep}{loose_head}(?!))",
+        "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?!(?:{cuts})\Z)(?:```\s*)?(?={finals})"
+                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]])"),
         "repeats": True,
         "content": "json",
         "content_args": {"allow_non_json": True},
