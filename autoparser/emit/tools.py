@@ -252,16 +252,16 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     after another separated by ``;`` or whitespace. The transform can name only one key, so each call
     opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``), its body is the
     arguments, and it closes on the object's ``}`` right after the arguments' ``}``/``]``, followed by the next
-    call (the separator taken), the turn's end, the end of the text, a fence's end, or text on a new line
-    (docs/FORMATS.md §9: every decision from a bounded look). The first call stands at the reply's start (or
+    call (the separator taken), the turn's end, the end of the text, a fence's end, or text (on the same
+    line or a new one; docs/FORMATS.md §9: every decision from a bounded look). The first call stands at the reply's start (or
     after the reasoning, or after a markdown fence); a later one where the previous call's close left the
     parser (``\G``), and prose never stops between ``}``, a separator and a head (the last open alternative,
     which never matches, is pending there until the head is whole or fails).
 
     Checking the whole object balanced before it opened held a call back whole and re-read it on every
-    delta. The price: a call cut off before its end is a call whose arguments are its text; text on the
-    same line after a call is the arguments' text; an argument string holding ``}}`` and a new line that
-    starts with no JSON ends the call there."""
+    delta. The price: a call cut off before its end is a call whose arguments are its text (not content);
+    an argument string holding ``}}`` followed by text that no JSON value continues with (not ``,``, ``}``,
+    ``]``, ``{``, a quote or a fence) ends the call there, the rest of its text kept in content."""
     name_key = re.escape(t.name_path[0])
     keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
     head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
@@ -273,13 +273,14 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
     # The object's ``}`` stands right after the arguments' last bracket.
     obj_end = r"(?<=[}\]])\s*\}"
-    # A stream cut inside the lead or a fence's end waits for the rest, which would otherwise be left to content.
-    cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
+    # Text after a call is what no JSON value, separator, lead or fence starts with: while one of those is
+    # arriving the close stays pending (a stream cut inside the lead or a fence's end waits for the rest).
+    lead_first = re.escape(t.call_lead[0]) if t.call_lead else ""
     finals = "|".join([*literals(ends or []), r"\Z"])
     field = {
         "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}|\}}{sep}{loose_head}(?!))",
-        "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?!(?:{cuts})\Z)(?:```\s*)?(?={finals})"
-                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]])"),
+        "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?:```\s*)?(?={finals})"
+                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=(?:\n\s*)?[^\s,}}\]{{\"`;{lead_first}])"),
         "repeats": True,
         "content": "json",
         "content_args": {"allow_non_json": True},
