@@ -87,7 +87,8 @@ def test_bare_json_calls_stream_call_by_call():
     the object's ``}`` after its arguments; the whole object checked balanced before it opened held it back
     whole (``_bare_json_calls``)."""
     calls = [{"name": f"f{i % 3}", "parameters": _args(i)} for i in range(40)]
-    calls[0]["parameters"]["code"] = "def f():\n    return {'a': [1, 2]}\n" * 100  # a long argument first
+    # a long argument first, code whose brackets end before text: ``]}\n``, ``]})``, ``]} else``
+    calls[0]["parameters"]["code"] = "def f():\n    print({'a': [1, 2]})\n    return {'a': [1, 2]} if x else {'b': {}}\n" * 60
     text = "; ".join(json.dumps(c) for c in calls) + " Done."
     msg, held = _stream("json-bare", text)
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == \

@@ -252,16 +252,19 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     after another separated by ``;`` or whitespace. The transform can name only one key, so each call
     opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``), its body is the
     arguments, and it closes on the object's ``}`` right after the arguments' ``}``/``]``, followed by the next
-    call (the separator taken), the turn's end, the end of the text, a fence's end, or text (on the same
-    line or a new one; docs/FORMATS.md §9: every decision from a bounded look). The first call stands at the reply's start (or
+    call (the separator taken), the turn's end, the end of the text, a fence's end, or text (docs/FORMATS.md
+    §9: every decision from a bounded look). The first call stands at the reply's start (or
     after the reasoning, or after a markdown fence); a later one where the previous call's close left the
     parser (``\G``), and prose never stops between ``}``, a separator and a head (the last open alternative,
     which never matches, is pending there until the head is whole or fails).
 
     Checking the whole object balanced before it opened held a call back whole and re-read it on every
     delta. The price: a call cut off before its end is a call whose arguments are its text (not content);
-    an argument string holding ``}}`` followed by text that no JSON value continues with (not ``,``, ``}``,
-    ``]``, ``{``, a quote or a fence) ends the call there, the rest of its text kept in content."""
+    text after a call on the same line is content only when it starts with a capital letter (``} Done.``;
+    code in a string argument writes ``]})`` or ``}} else``, which must not end the call), otherwise it is
+    the arguments' text; an argument string holding ``}}``, a space and a capital ends the call there, the
+    rest of its text kept in content. A raw new line is never inside a JSON string: text on a new line
+    that no JSON value continues with ends the call."""
     name_key = re.escape(t.name_path[0])
     keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
     head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
@@ -280,7 +283,7 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     field = {
         "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}|\}}{sep}{loose_head}(?!))",
         "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?:```\s*)?(?={finals})"
-                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=(?:\n\s*)?[^\s,}}\]{{\"`;{lead_first}])"),
+                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;{lead_first}])|{obj_end}(?=[ \t]+[A-Z])"),
         "repeats": True,
         "content": "json",
         "content_args": {"allow_non_json": True},
