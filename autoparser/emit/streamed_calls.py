@@ -6,7 +6,7 @@ from __future__ import annotations
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from .tools import _W, _Dialect, _call_head, _call_transform, _flex, _openers, literals, never_raises, then_space, tool_field
+from .tools import _W, _Dialect, _call_head, _call_transform, _flex, _openers, _repr_args, literals, never_raises, then_space, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -18,6 +18,8 @@ def _loose(literal: str) -> str:
 
 
 def _plain_json(t: Tools) -> bool:
+    """Standard JSON. A dialect (``string_delims``) read as a region would raise on the json parser's sentinels
+    (``\x01``/``\x02``, checked before ``allow_non_json``): its whole-value shape check stays (§9, not bounded)."""
     return not t.name_is_key and not t.shared_start and not t.arguments.string_delims and not t.arguments.unquoted_keys
 
 
@@ -153,8 +155,8 @@ def _keyed_decides(t: Tools) -> bool:
     id and arguments are top-level keys and whose name comes before its arguments, in standard JSON."""
     keys = t.call_keys
     return (len(t.name_path) == len(t.args_path) == 1 and len(t.id_path) <= 1 and t.name_path[0] in keys
-            and t.args_path[0] in keys and keys.index(t.name_path[0]) < keys.index(t.args_path[0])
-            and (not t.id_path or t.id_path[0] in keys))
+            and t.args_path[0] in keys and (not t.id_path or t.id_path[0] in keys) and not t.arguments.unquoted_keys
+            and (keys.index(t.name_path[0]) < keys.index(t.args_path[0]) or bool(t.call_end.strip()) or t.array_wrapped))
 
 
 def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -184,7 +186,9 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
         pair = _keyed_pair(k, name_key, id_key) + r"\s*,\s*"
         head += pair if k == name_key else f"(?:{pair})?"
     head += rf'"{re.escape(args_key)}"\s*:\s*'
-    tail = "".join(rf"(?:\s*,\s*{_keyed_pair(k, name_key, id_key)})?" for k in keys[at + 1:] if k != name_key)
+    # After the arguments: the name (when the template writes it there, required) and the optional keys.
+    tail = "".join(rf"\s*,\s*{_keyed_pair(k, name_key, id_key)}" if k == name_key else rf"(?:\s*,\s*{_keyed_pair(k, name_key, id_key)})?"
+                   for k in keys[at + 1:])
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
     section_end = _flex(_loose(end)) if end else ""
@@ -207,12 +211,14 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
         close = rf"{obj_end}\s*{then_space(section_end)}" if end else rf"{obj_end}(?:{open_ends})"
     if turn_ends:
         close += rf"|(?<=[}}\]])\s*(?={'|'.join(turn_ends)})"  # a call cut before its object's end
+    if name_key in keys[at + 1:]:
+        field["open_pattern"] = "(?P<name>)" + field["open_pattern"]  # the close's name (close captures win)
     if id_key and "(?P<id>" not in field["open_pattern"]:
         field["open_pattern"] = "(?P<id>)" + field["open_pattern"]  # the close's id, or none
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", "{id}" if id_key else None)})
-    return field, []
+    return _repr_args(t, field), []
 
 
 def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
