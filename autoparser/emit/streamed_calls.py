@@ -193,15 +193,18 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
     section_end = _flex(_loose(end)) if end else ""
     turn_ends = literals(ends)
-    # With no section end, the calls end before the turn's end, the text's end, or text on a new line (a raw
-    # newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or ``]`` continue a value).
-    open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*\n\s*[^\s,}}\]])"
+    # With no section end, the calls end before the turn's end, the text's end, or text (nothing but ``,``, ``}``
+    # or ``]`` could continue a value; a stray ``</s>``, words after the array are content) with no quote in its
+    # next 20 characters (``}]</s>"`` is inside a string; ``\x00`` is what transformers appends to see whether a
+    # match at the buffer's edge is final: a shorter tail decides only at the text's end), or a second list.
+    open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"](?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|(?=\s*\[)"
     firsts = "|".join(re.escape(k) for k in dict.fromkeys([keys[0], name_key]))
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
         field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
         last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
-        close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last})"
+        # (or the turn's end right after the object: an array never closed)
+        close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}
         nxt = "|".join(literals(_openers(t, start)))
