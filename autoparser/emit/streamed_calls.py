@@ -152,11 +152,10 @@ def _keyed_pair(key: str, name_key: str, id_key: str) -> str:
 
 def _keyed_decides(t: Tools) -> bool:
     """Whether a call opens on a keyed head (``_json_keyed``): a call object, alone or in an array, whose name,
-    id and arguments are top-level keys and whose name comes before its arguments, in standard JSON."""
+    id and arguments are top-level keys, in standard JSON."""
     keys = t.call_keys
     return (len(t.name_path) == len(t.args_path) == 1 and len(t.id_path) <= 1 and t.name_path[0] in keys
-            and t.args_path[0] in keys and (not t.id_path or t.id_path[0] in keys) and not t.arguments.unquoted_keys
-            and (keys.index(t.name_path[0]) < keys.index(t.args_path[0]) or bool(t.call_end.strip()) or t.array_wrapped))
+            and t.args_path[0] in keys and (not t.id_path or t.id_path[0] in keys) and not t.arguments.unquoted_keys)
 
 
 def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -165,30 +164,33 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     (Mistral Nemo), ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {…}}]``
     (Command R7B), ``Action: ```json [{"tool_name": …, "parameters": …}] ``` `` (Command R+),
     ``<|act|>{"id": …, "type": "function", "name": …, "arguments": …}``. Each call opens on its head: the
-    keys before the arguments, in the template's order, up to the arguments key (the name and the id
-    captures, another key a short scalar, an id or another key optional); the region is the arguments,
-    streamed as they arrive (``{content}``, ``allow_non_json``: nothing is indexed, so nothing raises); it
-    closes on the keys after the arguments (the id captured: close captures join the transform's scope)
-    and the object's ``}``, followed by the next call (``, {"<first key>"``), or by the array's ``]`` and the
-    section's end (or the turn's end, the text's end, text on a new line). A later call in an array opens
-    right after the previous object's ``}`` and comma.
+    keys before the arguments, in any order and each optional but the name (the name and the id captures,
+    another key a short scalar), up to the arguments key, or the arguments key first; the region is the
+    arguments, streamed as they arrive (``{content}``, ``allow_non_json``: nothing is indexed, so nothing
+    raises); it closes on the keys after the arguments (a name or an id there captured: close captures join
+    the transform's scope) and the object's ``}``, followed by the next call (``, {"<a key>"``), or by the
+    array's ``]`` and the section's end (or the turn's end, the text's end, a tail, a second list). A later
+    call in an array opens right after the previous object's ``}`` and comma.
 
     The array read whole (``transform_each``), checked by a lookahead for a whole value before it opened,
-    held every call back until the array ended and re-read it on every delta. The price: keys in another
-    order are no call (content); the name is read as written (no JSON escapes); an argument string holding
-    the object's end and the next call's head (``}}, {"name"``) ends the call there, its text kept."""
+    held every call back until the array ended and re-read it on every delta. The price: the name and id
+    are read as written (no JSON escapes); an object with no name before its arguments nor after them is a
+    call with an empty name; an argument string holding the object's end and the next call's head
+    (``}}, {"name"``) ends the call there, its text kept; a malformed call is a call whose arguments are its
+    text, where the whole-array check left the whole array in content."""
     keys = list(t.call_keys)
     name_key, args_key = t.name_path[0], t.args_path[0]
     id_key = t.id_path[0] if t.id_path else ""
-    at = keys.index(args_key)
-    head = r"\{\s*"
-    for k in keys[:at]:
-        pair = _keyed_pair(k, name_key, id_key) + r"\s*,\s*"
-        head += pair if k == name_key else f"(?:{pair})?"
-    head += rf'"{re.escape(args_key)}"\s*:\s*'
-    # After the arguments: the name (when the template writes it there, required) and the optional keys.
-    tail = "".join(rf"\s*,\s*{_keyed_pair(k, name_key, id_key)}" if k == name_key else rf"(?:\s*,\s*{_keyed_pair(k, name_key, id_key)})?"
-                   for k in keys[at + 1:])
+    # The other keys, in any order and each optional, before the arguments (the head) and after them (the close):
+    # models reorder them (``{"arguments": {…}, "name": "f"}``, Mistral's parsers read both). The name, wherever
+    # it stands, is a capture (the close's wins); a call with none has an empty name.
+    pair = "(?:" + "|".join(_keyed_pair(k, name_key, id_key) for k in keys if k != args_key) + ")"
+    others = len(keys) - 1
+    # Before the arguments: keys that hold the name, or none at all (the name then follows them); an object whose
+    # keys before the arguments hold no name is no call (content).
+    named = rf"(?:(?:{pair}\s*,\s*){{0,{others}}}?{_keyed_pair(name_key, name_key, id_key)}\s*,\s*(?:{pair}\s*,\s*){{0,{others}}})?"
+    head = rf"\{{\s*{named}\"{re.escape(args_key)}\"\s*:\s*"
+    tail = rf"(?:\s*,\s*{pair}){{0,{others}}}"
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
     section_end = _flex(_loose(end)) if end else ""
@@ -198,7 +200,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # next 20 characters (``}]</s>"`` is inside a string; ``\x00`` is what transformers appends to see whether a
     # match at the buffer's edge is final: a shorter tail decides only at the text's end), or a second list.
     open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"](?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|(?=\s*\[)"
-    firsts = "|".join(re.escape(k) for k in dict.fromkeys([keys[0], name_key]))
+    firsts = "|".join(re.escape(k) for k in keys)
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
         field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
@@ -214,10 +216,8 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
         close = rf"{obj_end}\s*{then_space(section_end)}" if end else rf"{obj_end}(?:{open_ends})"
     if turn_ends:
         close += rf"|(?<=[}}\]])\s*(?={'|'.join(turn_ends)})"  # a call cut before its object's end
-    if name_key in keys[at + 1:]:
-        field["open_pattern"] = "(?P<name>)" + field["open_pattern"]  # the close's name (close captures win)
-    if id_key and "(?P<id>" not in field["open_pattern"]:
-        field["open_pattern"] = "(?P<id>)" + field["open_pattern"]  # the close's id, or none
+    # Empty defaults before the patterns' own captures (the ``regex`` module keeps a name's last capture).
+    field["open_pattern"] = "(?P<name>)" + ("(?P<id>)" if id_key else "") + field["open_pattern"]
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", "{id}" if id_key else None)})
