@@ -85,7 +85,7 @@ def _ends_unspaced(atom: str) -> bool:
     """Whether the pattern text just before a whitespace run ends with a literal that matches no whitespace:
     an escaped punctuation mark or ``\\A``, or a plain character that is no regex syntax."""
     if len(atom) == 2 and atom[0] == "\\":
-        return not atom[1].isalnum() or atom[1] == "A"
+        return (not atom[1].isalnum() and not atom[1].isspace()) or atom[1] == "A"
     return len(atom) == 1 and not atom.isspace() and atom not in "()[]{}*+?|.^$"
 
 
