@@ -32,6 +32,7 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 from autoparser import pipeline  # noqa: E402
 from autoparser.analysis.diff import MARKER  # noqa: E402
 from autoparser.analysis.probes import Prober  # noqa: E402
+from autoparser.emit.template import served  # noqa: E402  (the form vLLM serves: no join on text fields)
 from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.render import Renderer  # noqa: E402
 from autoparser.verify import VERIFY_TOOLS  # noqa: E402
@@ -188,7 +189,7 @@ def main(argv=None) -> int:
             markers = sorted({m.group(0) for _, p, t in texts[:1] for m in MARKER.finditer(p + t)} | set(TOKENS.values()))
             hf = byte_tokenizer(markers)
             tools = "tool_calls" in fields
-            ours = parser_for(hf, template, "hf" if tools else None, "hf" if "thinking" in fields else None)
+            ours = parser_for(hf, served(template), "hf" if tools else None, "hf" if "thinking" in fields else None)
             print(line(f"{name} (hf)", s, sizes, scale(ours, hf, texts, tools, args.delta, args.budget)), flush=True)
             if hand:
                 tool, reasoning = hand

@@ -162,8 +162,15 @@ def test_bare_json_calls_under_either_arguments_key(text, calls, content):
     assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
 
 
+def test_a_bare_json_call_cut_off_keeps_its_text():
+    """A bare call decides from its head (docs/FORMATS.md §9): cut off, it is a call whose arguments are the
+    text that arrived, as a cut call of any other format (§7b), never lost."""
+    text = '{"name": "get_weather", "arguments": {"city": "Par'
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == [("get_weather", '{"city": "Par')] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text", [
-    '{"name": "get_weather", "arguments": {"city": "Par',  # cut off: no call, the text stays
     'See {"name": "get_weather", "arguments": {"city": "Paris"}}',  # after prose: content
 ])
 def test_a_bare_json_call_that_is_not_one_stays_content(text):

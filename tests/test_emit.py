@@ -297,9 +297,20 @@ def test_array_calls_without_ids_and_with_markers_in_strings():
             ("c1", "f", {"a": "x"}), ("", "g", {"b": "}]</s>"})]
 
 
+@pytest.mark.parametrize("bad, args", [
+    ('<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}', {"a": "x"}),  # cut at a token limit
+    ('<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"', '{"a": "x"'),  # cut inside the arguments
+    ('<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}}<|eot|>', {"a": "x"}),  # a bracket left out
+])
+def test_a_call_cut_or_unclosed_keeps_what_arrived(bad, args):
+    """A call decides from its keyed head (docs/FORMATS.md §9): cut off, or its array never closed, it is a call
+    whose arguments are what arrived (parsed when they are whole, their text when not), never lost."""
+    for msg in both(template("json-array-ids"), "Hi." + bad):
+        assert msg["content"] == "Hi." and [(c["id"], c["function"]["name"], c["function"]["arguments"])
+                                            for c in msg["tool_calls"]] == [("c1", "f", args)], msg
+
+
 @pytest.mark.parametrize("bad", [
-    '<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}',  # cut at a token limit
-    '<|calls|>[{"id": "c1", "name": "f", "arguments": {"a": "x"}}<|eot|>',  # a bracket left out
     '<|calls|>[{"id": "c1", "arguments": {"a": "x"}}]<|eot|>',  # no name: the transform could not read it
     "<|calls|>[{'name': 'f'}]<|eot|>",  # not JSON
 ])
@@ -315,11 +326,14 @@ def test_arguments_read_whole_come_back_as_text_when_they_are_not_json():
 
 
 def test_text_after_a_complete_value_is_content_streamed_or_not():
-    """A JSON call that ends the text, its close stripped, followed by a stray tail."""
+    """A JSON call that ends the text, its close stripped, followed by a stray tail. A bare call closes on its
+    object's ``}`` from a bounded look (docs/FORMATS.md §9), which cannot tell a stray ``}`` from the object's:
+    the arguments come back as their text, nothing lost; a tail of text is content."""
     spec = template("json-bare")
-    text = '{"name": "get_weather", "parameters": {"city": "Paris"}}}'
-    for msg in both(spec, text):
-        assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+    for msg in both(spec, '{"name": "get_weather", "parameters": {"city": "Paris"}}}'):
+        assert msg["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}}'
+    for msg in both(spec, '{"name": "get_weather", "parameters": {"city": "Paris"}}\nThanks.'):
+        assert msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"} and msg["content"] == "Thanks."
 
 
 LLAMA31 = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja"

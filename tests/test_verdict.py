@@ -158,7 +158,10 @@ def test_a_field_that_holds_for_single_calls_is_kept_and_the_rest_arrives_in_con
     t = copy.deepcopy(res.template)
     calls = t["fields"]["tool_calls"]
     calls.pop("open", None)
-    calls["open_pattern"] = r"<\|act\|>(?=\s*\{\"name\": \"get_weather\")"  # reads only get_weather calls
+    name = '(?P<name>[^"\\\\]{1,256})'  # the call's name as its keyed head captures it (docs/FORMATS.md §9)
+    assert name in calls["open_pattern"]
+    for k in ("open_pattern", "close_pattern"):  # reads only get_weather calls
+        calls[k] = calls[k].replace(name, "(?P<name>get_weather)")
     t["fields"]["content"]["close_pattern"] = r"<\|eot\|>\s{0,64}"
     kept, _, v = settle(src, None, res.analysis, t, "thinking")
     assert kept == t and v["status"] == "degraded" and not v["dropped"] and v["uncovered"] == ["nested"]

@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
 from .markers import _flex, literals, then_space
-from .tools import _call_head, _call_transform, _openers, tool_field
+from .tools import _call_head, _call_transform, _openers, _repr_args, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -20,7 +20,9 @@ def _loose(literal: str) -> str:
 
 
 def _plain_json(t: Tools) -> bool:
-    return not t.name_is_key and not t.shared_start and not t.id_path and not t.arguments.string_delims and not t.arguments.unquoted_keys
+    """Standard JSON. A dialect (``string_delims``) read as a region would raise on the json parser's sentinels
+    (``\x01``/``\x02``, checked before ``allow_non_json``): its whole-value shape check stays (§9, not bounded)."""
+    return not t.name_is_key and not t.shared_start and not t.arguments.string_delims and not t.arguments.unquoted_keys
 
 
 def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -46,7 +48,7 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     long = rf"(?={head}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
     decide = f"(?:{long}|{short})"
-    later = r"(?<=\}\s{0,64},\s{0,64})"
+    later = r"(?<=\}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
     # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
@@ -94,7 +96,7 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     dialect = _Dialect()
     # The first close (or the end) within the window, right after a ``}`` (no close inside a string), where a
     # balanced value ends, of the call's shape.
-    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s{{0,64}})\Z))"
+    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
     short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z))(?={_W}{dialect.object_with(['name', 'arguments'])})"
     _, head = _call_head(t)
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
@@ -138,6 +140,94 @@ def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, l
     return field, []
 
 
+_SCALAR = r'"[^"\\\n]{0,256}"|[-+.\w]{1,64}'  # a key's value that is no container: a short string, number or word
+
+
+def _keyed_pair(key: str, name_key: str, id_key: str) -> str:
+    """``"key": value`` for a call object's key that is not its arguments: the name and the id captured."""
+    if key == name_key:
+        value = r'"(?P<name>[^"\\]{1,256})"'
+    elif key == id_key:
+        value = r'(?:"(?P<id>[^"\\\n]{0,256})"|(?P<id>[-+.\w]{1,64}))'
+    else:
+        value = f"(?:{_SCALAR})"
+    return rf'"{re.escape(key)}"\s*:\s*{value}'
+
+
+def _keyed_decides(t: Tools) -> bool:
+    """Whether a call opens on a keyed head (``_json_keyed``): a call object, alone or in an array, whose name,
+    id and arguments are top-level keys, in standard JSON."""
+    keys = t.call_keys
+    return (len(t.name_path) == len(t.args_path) == 1 and len(t.id_path) <= 1 and t.name_path[0] in keys
+            and t.args_path[0] in keys and (not t.id_path or t.id_path[0] in keys) and not t.arguments.unquoted_keys)
+
+
+def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A JSON call object with keys beyond ``name`` and ``arguments`` (an id, a type, other spellings), alone
+    after its opener or in an array of them: ``[TOOL_CALLS][{"name": "f", "arguments": {…}, "id": "a1"}]``
+    (Mistral Nemo), ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {…}}]``
+    (Command R7B), ``Action: ```json [{"tool_name": …, "parameters": …}] ``` `` (Command R+),
+    ``<|act|>{"id": …, "type": "function", "name": …, "arguments": …}``. Each call opens on its head: the
+    keys before the arguments, in any order and each optional but the name (the name and the id captures,
+    another key a short scalar), up to the arguments key, or the arguments key first; the region is the
+    arguments, streamed as they arrive (``{content}``, ``allow_non_json``: nothing is indexed, so nothing
+    raises); it closes on the keys after the arguments (a name or an id there captured: close captures join
+    the transform's scope) and the object's ``}``, followed by the next call (``, {"<a key>"``), or by the
+    array's ``]`` and the section's end (or the turn's end, the text's end, a tail, a second list). A later
+    call in an array opens right after the previous object's ``}`` and comma.
+
+    The array read whole (``transform_each``), checked by a lookahead for a whole value before it opened,
+    held every call back until the array ended and re-read it on every delta. The price: the name and id
+    are read as written (no JSON escapes); an object with no name before its arguments nor after them is a
+    call with an empty name; an argument string holding the object's end and the next call's head
+    (``}}, {"name"``) ends the call there, its text kept; a malformed call is a call whose arguments are its
+    text, where the whole-array check left the whole array in content."""
+    keys = list(t.call_keys)
+    name_key, args_key = t.name_path[0], t.args_path[0]
+    id_key = t.id_path[0] if t.id_path else ""
+    # The other keys, in any order and each optional, before the arguments (the head) and after them (the close):
+    # models reorder them (``{"arguments": {…}, "name": "f"}``, Mistral's parsers read both). The name, wherever
+    # it stands, is a capture (the close's wins); a call with none has an empty name.
+    pair = "(?:" + "|".join(_keyed_pair(k, name_key, id_key) for k in keys if k != args_key) + ")"
+    others = len(keys) - 1
+    # Before the arguments: keys that hold the name, or none at all (the name then follows them); an object whose
+    # keys before the arguments hold no name is no call (content).
+    named = rf"(?:(?:{pair}\s*,\s*){{0,{others}}}?{_keyed_pair(name_key, name_key, id_key)}\s*,\s*(?:{pair}\s*,\s*){{0,{others}}})?"
+    head = rf"\{{\s*{named}\"{re.escape(args_key)}\"\s*:\s*"
+    tail = rf"(?:\s*,\s*{pair}){{0,{others}}}"
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
+    section_end = _flex(_loose(end)) if end else ""
+    turn_ends = literals(ends)
+    # With no section end, the calls end before the turn's end, the text's end, or text (nothing but ``,``, ``}``
+    # or ``]`` could continue a value; a stray ``</s>``, words after the array are content) with no quote in its
+    # next 20 characters (``}]</s>"`` is inside a string; ``\x00`` is what transformers appends to see whether a
+    # match at the buffer's edge is final: a shorter tail decides only at the text's end), or a second list.
+    open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"](?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|(?=\s*\[)"
+    firsts = "|".join(re.escape(k) for k in keys)
+    obj_end = rf"{tail}\s*\}}"
+    if t.array_wrapped:
+        field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
+        last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
+        # (or the turn's end right after the object: an array never closed)
+        close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
+    else:
+        field = {"open_pattern": rf"{opener}\s*{head}"}
+        nxt = "|".join(literals(_openers(t, start)))
+        marks = "".join(re.escape(m.strip()[0]) for m in sorted({*ends, *_openers(t, start)}) if m.strip())
+        # The next call's opener first; text on a new line is content only when it is no marker's start.
+        open_ends = rf"\s*(?={nxt})|\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*\n\s*[^\s,}}\]{marks}])"
+        close = rf"{obj_end}\s*{then_space(section_end)}" if end else rf"{obj_end}(?:{open_ends})"
+    if turn_ends:
+        close += rf"|(?<=[}}\]])\s*(?={'|'.join(turn_ends)})"  # a call cut before its object's end
+    # Empty defaults before the patterns' own captures (the ``regex`` module keeps a name's last capture).
+    field["open_pattern"] = "(?P<name>)" + ("(?P<id>)" if id_key else "") + field["open_pattern"]
+    field["close_pattern"] = close
+    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": _call_transform("{name}", "{content}", "{id}" if id_key else None)})
+    return _repr_args(t, field), []
+
+
 def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
     t = a.tools
@@ -152,6 +242,8 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         field, w = _json_array_whole(t, start, end, ends)
     elif start and _head_decides(t):
         field, w = _json_whole(t, start, end, ends) if end and t.call_keys == ("name", "arguments") else _json_head(t, start, end, ends)
+    elif start and _keyed_decides(t):
+        field, w = _json_keyed(t, start, end, ends)
     else:
         return tool_field(a)
     return never_raises(field), warnings + w

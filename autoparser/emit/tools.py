@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
-from .guard import _Dialect, never_raises
+from .guard import never_raises
 from .markers import _flex, esc, flex_pattern, literals, then_space
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -52,7 +52,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.shared_start and not start:
         return _bare_json_run(t, ends, reasoning_end)
     if not start and not t.shared_start and not t.array_wrapped and _any_args_key(t):
-        return _bare_json_calls(t, reasoning_end)
+        return _bare_json_calls(t, reasoning_end, ends)
     if t.shared_start:
         return _json_run(t, start, ends)
     field: dict = {}
@@ -139,40 +139,48 @@ def _any_args_key(t: Tools) -> bool:
             and not t.id_path and not t.name_is_key and not t.arguments.string_delims and not t.arguments.unquoted_keys)
 
 
-def _bare_json_calls(t: Tools, reasoning_end: str = "") -> tuple[dict, list[str]]:
+def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None = None) -> tuple[dict, list[str]]:
     r"""A bare JSON call object with no marker (``{"name": "f", "parameters": {…}}``), read as the family's
     parsers read it (vLLM's and SGLang's Llama 3 JSON parsers): the arguments under either key,
     ``parameters`` or ``arguments`` (the template writes one; models write both), and several calls one
     after another separated by ``;`` or whitespace. The transform can name only one key, so each call
-    opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``) once the whole
-    object is balanced (a call cut off stays content), its body is the arguments, and it closes on the
-    object's ``}`` right after the arguments' value, with the separator when another call follows; text
-    after it is content. The close stands on the value's end two ways: after a balanced match (``\G``
-    value ``\K``) and on the value's last ``}``/``]`` (``\G(?<=[}\]])``), which is where a stream holding
-    the close pending resumes and where transformers 5.24 re-matches to see that the close is final.
-    The first call stands at the reply's start (or after the reasoning, or after a markdown fence); a
-    later one only when everything before it is such calls."""
+    opens on its object's head up to the arguments (``{"name": "<name>", "parameters": ``), its body is the
+    arguments, and it closes on the object's ``}`` right after the arguments' ``}``/``]``, followed by the next
+    call (the separator taken), the turn's end, the end of the text, a fence's end, or text (docs/FORMATS.md
+    §9: every decision from a bounded look). The first call stands at the reply's start (or
+    after the reasoning, or after a markdown fence); a later one where the previous call's close left the
+    parser (``\G``), and prose never stops between ``}``, a separator and a head (the last open alternative,
+    which never matches, is pending there until the head is whole or fails).
+
+    Checking the whole object balanced before it opened held a call back whole and re-read it on every
+    delta. The price: a call cut off before its end is a call whose arguments are its text (not content);
+    text after a call on the same line is content only when it starts with a capital letter (``} Done.``;
+    code in a string argument writes ``]})`` or ``}} else``, which must not end the call), otherwise it is
+    the arguments' text; an argument string holding ``}}``, a space and a capital ends the call there, the
+    rest of its text kept in content. A raw new line is never inside a JSON string: text on a new line
+    that no JSON value continues with ends the call."""
     name_key = re.escape(t.name_path[0])
     keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
-    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    loose_head = rf"\{{\s*\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
     # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
     sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     first = ("(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]) + r"\s*"
     lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
-    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
-    later = rf"(?<=\}}{sep})(?<={first}{lead}{FENCE_OPEN}(?:{obj}{sep})+)"
-    define = _Dialect().define(grammar=False)
-    # The separator is taken whether or not a call follows (a stream cannot wait to know); a stream cut inside
-    # the lead or a fence's end waits for the rest, which would otherwise be left to content.
-    cuts = "|".join(esc(m[:k]) for m in [t.call_lead, "```"] if m for k in range(len(m) - 1, 0, -1))
-    tail = rf"\s*\}}{sep}(?!(?:{cuts})\Z)(?:```\s*)?"
+    # The object's ``}`` stands right after the arguments' last bracket.
+    obj_end = r"(?<=[}\]])\s*\}"
+    # Text after a call is what no JSON value, separator, lead or fence starts with: while one of those is
+    # arriving the close stays pending (a stream cut inside the lead or a fence's end waits for the rest).
+    lead_first = re.escape(t.call_lead[0]) if t.call_lead else ""
+    finals = "|".join([*literals(ends or []), r"\Z"])
     # A lead that is a special token (``<|python_tag|>``) marks a call wherever it stands: after text too
     # (SGLang's Llama 3.2 parser reads ``Let me check. <|python_tag|>{…}``), as any marker-opened call.
-    anywhere = rf"|{esc(t.call_lead)}\s*" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
+    anywhere = rf"|{esc(t.call_lead)}\s*{head}" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}|{later}{anywhere})(?=(?&jb)){head}" + define,
-        "close_pattern": rf"\G\s*+(?&jb)\K{tail}|\G(?<=[}}\]]){tail}" + define,
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}{anywhere}|\}}{sep}{loose_head}(?!))",
+        "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?:```\s*)?(?={finals})"
+                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;{lead_first}])|{obj_end}(?=[ \t]+[A-Z])"),
         "repeats": True,
         "content": "json",
         "content_args": {"allow_non_json": True},
@@ -517,7 +525,6 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     sep = _flex(raw) if raw.strip() else (r"(?:\s*,\s*|\s+)" if raw else r"\s*,\s*")
     close = re.escape(t.call_end)
     if sec:
-        inside = rf"(?<={_flex(sec)}(?:(?!{_flex(sec_end) if sec_end else re.escape(sec)})[\s\S])*?)"
         # A bare bracket opens calls only as a list of its own, not glued to a word (``hello world[A(``,
         # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
         # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
@@ -526,14 +533,20 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
         # before the list is the open's, one after it the close's, so neither is left in content.
         token = "" if markers(sec) else rf"(?:(?:{_SPECIAL_TOKEN})\s*)?"
-        open_pattern = rf"(?:{token}{_flex(sec)}{glued}\s*{name}|(?<={close}){sep}{name}{inside})"
+        # A later call opens right where the previous call's close (which takes the separator) left the parser
+        # (``\G``): a bounded look, where a lookbehind to the section's start re-read the section for every
+        # call (quadratic in the calls). In prose, the parser never stops between ``), `` and a name: the
+        # last alternative, which never matches, is pending from the ``)`` until the name's ``(`` arrives.
+        bare = r"[A-Za-z_][\w.\-]*" + re.escape(t.name_suffix)
+        open_pattern = rf"(?:{token}{_flex(sec)}{glued}\s*{name}|\G(?<={close}{sep}){name}|{close}{sep}{bare}(?!))"
     else:
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
     tail = rf"\s*{_flex(sec_end)}\s*" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": open_pattern,
-        "close_pattern": rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})|{close}{tail}",
+        "close_pattern": (rf"{close}{sep}(?=[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})" if sec
+                          else rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})") + rf"|{close}{tail}",
         "repeats": True,
         "content": "xml-inline",
         "content_args": _pythonic_args(t),

@@ -1,0 +1,123 @@
+"""Streaming decides every delimiter from a bounded look (docs/FORMATS.md §9, issue 27): on the team's examples
+in models/, long outputs are fed to transformers' own ``ResponseParser`` a few characters at a time, and the
+text it holds back (read but not yet emitted as a region chunk) stays within a marker's or a call head's length,
+whatever the output's length; the streamed message equals the one-shot ``parse_response``. And each decision
+is local: the open of a later call matches the same on the text cut a few hundred characters before it (no
+look back to the section's start)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import regex
+from transformers.utils.chat_parsing import ResponseParser, parse_response
+
+import autoparser
+from autoparser.cli.parse import generation_prompt
+from autoparser.emit.template import bounded_whitespace
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+HEAD = 300  # more than any marker or call head in these examples; far less than the outputs below
+
+
+def _stream(name: str, text: str, delta: int = 4) -> tuple[dict, int]:
+    """(the streamed message, the most characters held back after any delta); asserts it equals one-shot."""
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    template = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    p = ResponseParser(template, prefix=prefix)
+    held = 0
+    for i in range(0, len(text), delta):
+        p.feed(text[i : i + delta])
+        held = max(held, len(p._buffer) - p._pos)
+    msg = p.finalize()[0]
+    assert msg == parse_response(text, template, prefix=prefix)
+    return msg, held
+
+
+def _args(i: int) -> dict:
+    return {"query": f"select * from t where id = {i} and x = '{{}}'", "n": {"a": [i, {"b": i}]}}
+
+
+def test_a_keyed_json_array_streams_call_by_call():
+    """``<|calls|>[{"id", "name", "arguments"}, …]``: each call opens on its keyed head; the array read whole
+    held every call back until its end (``_json_keyed``)."""
+    calls = [{"id": f"c{i}", "name": f"f{i % 3}", "arguments": _args(i)} for i in range(60)]
+    text = "<|calls|>[" + ", ".join(json.dumps(c) for c in calls) + "]<|eot|>"
+    msg, held = _stream("json-array-ids", text)
+    assert [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == \
+        [(c["id"], c["name"], c["arguments"]) for c in calls]
+    assert held < HEAD, held
+
+
+def test_a_keyed_json_call_without_its_id_still_parses():
+    msg, _ = _stream("json-array-ids", '<|calls|>[{"name": "f", "arguments": {"a": 1}}, {"id": "x", "name": "g", "arguments": {}}]<|eot|>')
+    assert [(c["id"], c["function"]["name"]) for c in msg["tool_calls"]] == [("", "f"), ("x", "g")]
+
+
+def test_a_fenced_action_block_streams_call_by_call():
+    """``Action: ```json [{"tool_name", "parameters"}, …] ``` `` (Command R+'s layout)."""
+    calls = [{"tool_name": f"f{i % 3}", "parameters": _args(i)} for i in range(40)]
+    text = "Action:\n```json\n" + json.dumps(calls, indent=4) + "\n```<|end|>"
+    msg, held = _stream("action-fence-json", text)
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == \
+        [(c["tool_name"], c["parameters"]) for c in calls]
+    assert held < HEAD, held
+
+
+def test_whitespace_in_a_lookbehind_after_a_marker_is_possessive():
+    """A content open that looks behind for the markers it follows (Command R7B's
+    ``(?<=(?:<|END_RESPONSE|>|…)\s*)``): the ``regex`` module's partial search reported that lookbehind,
+    failing, as a partial match from a space to the buffer's end, so a stream held everything after it (Command
+    R7B's calls, 99% of the output). Taken possessively after a marker it does not; the matches are the same."""
+    source = r"(?<=(?:<\|END_RESPONSE\|>|<\|END_THINKING\|>|<\|END_ACTION\|>)\s*)(?=\s*+[^\s<])"
+    pattern = bounded_whitespace(source + r"|(?<=\}\s*,\s*)\{|(?<=[ab]\s*)")
+    assert pattern == (r"(?<=(?:<\|END_RESPONSE\|>|<\|END_THINKING\|>|<\|END_ACTION\|>)\s{0,64}+)(?=\s{0,64}+[^\s<])"
+                       r"|(?<=\}\s{0,64}+,\s{0,64}+)\{|(?<=[ab]\s{0,64})")
+    text = '<|START_ACTION|>[\n    {"a": 1}},\n    {"tool_call_id": "1", "tool_name": "run_query", "p'
+    m = regex.compile(bounded_whitespace(source)).search(text, 30, partial=True)
+    assert m is None or m.start() == len(text), m
+    for done in ("<|END_ACTION|>\n  Answer", "<|END_THINKING|>Answer"):
+        assert regex.compile(bounded_whitespace(source)).search(done).start() == done.index(">") + 1
+
+
+def test_bare_json_calls_stream_call_by_call():
+    """``{"name", "parameters"}; {…}`` with no marker (Llama 3.x): each call opens on its head and closes on
+    the object's ``}`` after its arguments; the whole object checked balanced before it opened held it back
+    whole (``_bare_json_calls``)."""
+    calls = [{"name": f"f{i % 3}", "parameters": _args(i)} for i in range(40)]
+    # a long argument first, code whose brackets end before text: ``]}\n``, ``]})``, ``]} else``
+    calls[0]["parameters"]["code"] = "def f():\n    print({'a': [1, 2]})\n    return {'a': [1, 2]} if x else {'b': {}}\n" * 60
+    text = "; ".join(json.dumps(c) for c in calls) + " Done."
+    msg, held = _stream("json-bare", text)
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == \
+        [(c["name"], c["parameters"]) for c in calls]
+    assert msg["content"].strip() == "Done."
+    assert held < HEAD, held
+
+
+def test_a_later_pythonic_call_decides_without_the_section_start():
+    """``<|python_start|>[f(…), g(…)]``: a later call opens where the previous call's close left the parser,
+    not by looking back to the section's start (which re-read the section for every call)."""
+    src = (MODELS / "pythonic-python-start.jinja").read_text(encoding="utf-8")
+    field = autoparser.infer_result(src).template["fields"]["tool_calls"]
+    opener = regex.compile(field["open_pattern"])
+    calls = ", ".join(f'f{i}(query="select {i}", n={i})' for i in range(50))
+    text = f"<|python_start|>[{calls}]<|python_end|>"
+    at = text.index("f49(")
+    cut = at - 40  # the same decision on the text from 40 characters before the call
+    whole = opener.search(text, at - 2)
+    assert whole is None or whole.start() != at - 2  # no call opens inside a separator without a close before it
+    m = opener.search(text, at)  # where the previous call's close (which takes the separator) leaves the parser
+    local = opener.search(text[cut:], at - cut)
+    assert m is not None and m.group("name") == "f49"
+    assert local is not None and local.span() == (m.start() - cut, m.end() - cut)
+
+
+def test_prose_never_opens_a_later_pythonic_call():
+    """In prose, ``max(a, b), min(c, d)`` streamed a character at a time stays content: the parser never stops
+    between ``), `` and a name, where a later call may open."""
+    text = "Use max(a, b), min(c, d) and sorted(x), reversed(y) here."
+    msg, _ = _stream("pythonic-python-start", text, delta=1)
+    assert msg["content"] == text and not msg.get("tool_calls")
