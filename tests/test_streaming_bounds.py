@@ -67,7 +67,7 @@ def test_a_fenced_action_block_streams_call_by_call():
 
 
 def test_whitespace_in_a_lookbehind_after_a_marker_is_possessive():
-    """A content open that looks behind for the markers it follows (Command R7B's
+    r"""A content open that looks behind for the markers it follows (Command R7B's
     ``(?<=(?:<|END_RESPONSE|>|…)\s*)``): the ``regex`` module's partial search reported that lookbehind,
     failing, as a partial match from a space to the buffer's end, so a stream held everything after it (Command
     R7B's calls, 99% of the output). Taken possessively after a marker it does not; the matches are the same."""
