@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from autoparser import batch, cache, hook, pipeline  # noqa: E402
 from autoparser.analysis import diff, probes  # noqa: E402
+from autoparser.emit import template as emit_template  # noqa: E402
 from autoparser.render import Renderer, budget, sandbox  # noqa: E402
 from autoparser.verify import realistic  # noqa: E402
 from autoparser.verify import roundtrip as verify_mod  # noqa: E402
@@ -129,6 +130,8 @@ def forget_all() -> None:
     probes._parsed.cache_clear()
     probes.prompt_only_names.cache_clear()
     probes._reasoning_switches.cache_clear()
+    probes.context_reads.cache_clear()
+    emit_template._LOADED.clear()  # emitted templates' compiled forms
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()
     realistic._patterns.cache_clear()  # the realistic stage's marker patterns

@@ -452,3 +452,22 @@ def test_the_json_grammar_matches_as_its_subroutine_form(delims, unquoted):
             for partial in (False, True):
                 ma, mb = a.match(t, partial=partial), b.match(t, partial=partial)
                 assert (ma and (ma.span(), ma.partial)) == (mb and (mb.span(), mb.partial)), (a.pattern[:40], partial, t)
+
+
+def test_the_compiled_template_is_kept_by_its_exact_text():
+    """Verify parses with the form emit compiled (``loaded``): the same JSON text gives the same object, one
+    that differs only in its fields' order (the parser's order) its own, and a refused one raises every time."""
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    from autoparser.emit.template import loaded
+
+    spec = {"start_anchor": "<|assistant|>", "fields": {"thinking": {"open_pattern": "<think>", "close_pattern": "</think>"}, "content": {}}}
+    swapped = {**spec, "fields": dict(reversed(list(spec["fields"].items())))}
+    load_response_template(spec)  # transformers accepts it
+    a = loaded(spec)
+    assert loaded(json.loads(json.dumps(spec))) is a
+    assert loaded(swapped) is not a and list(loaded(swapped).fields) == ["content", "thinking"]
+    bad = {**spec, "fields": {"content": {"open_pattern": "("}}}
+    for _ in range(2):
+        with pytest.raises(Exception):
+            loaded(bad)

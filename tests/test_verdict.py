@@ -238,3 +238,19 @@ def test_a_template_broken_only_with_tools_says_so():
         autoparser.infer_result(src)
     message = str(e.value)
     assert "when tools are given" in message and "without tools it renders" in message and "\n" not in message, message
+
+
+def test_context_reads_are_walked_once_and_both_readers_agree():
+    """The reasoning switches and the context names read one walk of the tree (``context_reads``): what they
+    find is what each found walking it alone, and a name first set, then read, is neither."""
+    from autoparser.analysis.probes import _read_before_set, _tree, context_names, context_reads, reasoning_switches
+
+    src = ("{% set think_local = 1 %}{{ think_local }}{% for m in messages %}{{ m.content }}{% endfor %}"
+           "{% if reasoning_effort == 'low' %}L{% endif %}{{ date_string }}{% set x = builtin_tools %}")
+    context_reads.cache_clear()
+    reads = context_reads(src)
+    assert reads == frozenset(_read_before_set(_tree(src)))
+    assert {"reasoning_effort", "date_string", "builtin_tools", "messages"} <= reads and "think_local" not in reads and "m" not in reads
+    assert context_names(src) == ["builtin_tools", "date_string", "reasoning_effort"]
+    assert {"reasoning_effort": "low"} in reasoning_switches(src)
+    assert context_reads.cache_info().hits >= 1  # the second reader did not walk again

@@ -16,6 +16,8 @@ Choices that matter for correctness (see transformers' chat_parsing):
 
 from __future__ import annotations
 
+import json
+
 import regex as re
 
 from transformers.utils.chat_parsing.response_templates import load_response_template
@@ -450,5 +452,26 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             f["content_args"]["tag_pattern"] = optional_namespace(f["content_args"]["tag_pattern"])
     spec["fields"] = fields
     spec = library(spec)
-    load_response_template(spec)  # raises ValueError if transformers would refuse it
+    loaded(spec)  # raises ValueError if transformers would refuse it
     return spec, warnings
+
+
+_LOADED: dict[str, object] = {}  # the emitted templates' compiled forms, by their JSON text (``loaded``)
+
+
+def loaded(spec: dict):
+    """transformers' compiled form of ``spec`` (``load_response_template``), kept for the last few emitted
+    templates by their JSON text in its own key order (the order of fields is the parser's order): verify
+    parses with the template emit just compiled to validate it, where compiling every pattern again was
+    half a millisecond a template. Raises as the loader raises; a refused template is not kept."""
+    try:
+        key = json.dumps(spec, ensure_ascii=False)
+    except (TypeError, ValueError):  # not JSON: not one emit made, nothing to keep
+        return load_response_template(spec)
+    hit = _LOADED.get(key)
+    if hit is None:
+        hit = load_response_template(spec)
+        if len(_LOADED) >= 8:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = hit
+    return hit

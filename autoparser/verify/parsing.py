@@ -13,6 +13,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 
 from ..analysis.diff import MARKER
 from ..analysis.probes import Prober
+from ..emit.template import loaded
 from ..errors import without_frames
 
 
@@ -87,7 +88,7 @@ class _Parsing:
     def __init__(self, pr: Prober | None, response_template: dict, tools: list):
         self.tools = tools
         try:
-            self.spec = load_response_template(response_template)
+            self.spec = loaded(response_template)  # as emit compiled it, when emit made it
         except Exception:  # noqa: BLE001 - each parse then raises it, as a verification failure
             self.spec = response_template
         self.memo = pr.memo.setdefault("parses", {}) if pr is not None else {}
