@@ -352,10 +352,12 @@ def ask(port: int, model: Path, case, seed: int, stream: bool, tools=True) -> tu
     if mode:
         body["chat_template_kwargs"] = dict(mode)
     status, got = post(port, body)
-    unbound = re.search(r"'(\w+)' is undefined", got) if status == 400 and isinstance(got, str) else None
-    if unbound and tools and not unbound.group(1).endswith("_token"):
-        # a template that reads the tools under its own name (firefunction's ``functions``): its clients pass
-        # them there, as JSON text, through the engine's chat_template_kwargs (as verify renders it)
+    for _ in range(3):
+        unbound = re.search(r"'(\w+)' is undefined", got) if status == 400 and isinstance(got, str) else None
+        if not (unbound and tools and not unbound.group(1).endswith("_token")):
+            break
+        # a template that reads variables of its own (firefunction's ``functions``, ``datetime``): its clients
+        # pass them through the engine's chat_template_kwargs; bound as verify renders it (the tools' JSON text)
         body["chat_template_kwargs"] = {**body.get("chat_template_kwargs", {}), unbound.group(1): json.dumps(TOOLS)}
         status, got = post(port, body)
     if status != 200:
@@ -495,7 +497,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.summary:
         runs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.summary]
-        return summarize(args.engine, [r for d in runs for r in d["rows"]], [c for d in runs for c in d["checks"]])
+        rows = {r["template"]: r for d in runs for r in d["rows"]}  # a template run again: the later file's row
+        return summarize(args.engine, list(rows.values()), [c for d in runs for c in d["checks"]])
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run stops its server too (Server.__exit__)
     work = Path(tempfile.mkdtemp(prefix=f"serve-{args.engine}-"))
