@@ -263,7 +263,11 @@ class Server:
         else:
             self.proc = subprocess.Popen(argv, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.port = int(argv[argv.index("--port") + 1])
-        self.ready = self._wait(timeout)
+        try:
+            self.ready = self._wait(timeout)
+        except BaseException:  # stopped while it starts (SIGTERM): the server goes too
+            self.stop()
+            raise
         self.start_seconds = round(time.time() - self.started, 1)
 
     def _wait(self, timeout: float) -> bool:
