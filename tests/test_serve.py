@@ -6,10 +6,8 @@ here: that what we print and build follows from the template the way those claim
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import regex as re
 
 from autoparser.grammar.build import build, single_call_only
 from autoparser.grammar.tokens import added_tokens, added_tokens_from
@@ -176,34 +174,3 @@ def test_serve_says_when_a_format_has_no_grammar():
         assert not any("autoparser grammar" in line or "enable_in_reasoning" in line for line in lines)
     qwen = autoparser.infer_result(QWEN, {})
     assert not any(line.startswith("no grammar") for line in guidance(qwen.template, "vllm", "m", analysis=qwen.analysis))
-
-
-MODELS = Path(__file__).resolve().parents[1] / "models"
-# a call's JSON value ends the reply: the engine stopped at the end-of-turn token and took it out of the text
-ENDS_WITH_CALL = {"bracket-marker-list": '[CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1"}]',
-                  "wrapped-bracket": '[CALLS]get_weather[ID]a1[ARGS]{"city": "Paris"}'}
-
-
-@pytest.mark.parametrize("model", sorted(ENDS_WITH_CALL))
-def test_served_call_closes_where_the_engine_stopped(model):
-    """SGLang keeps a call whose region is closed at the end of the text only when the close pattern matches
-    there (``close_re.match(text, len(text))``; otherwise the call counts as cut off and is dropped): the
-    served form's close matches after a call that ends the text, not inside a call cut in its arguments, and
-    the served form still parses the call (transformers' own parser, one shot and streamed)."""
-    from transformers.utils.chat_parsing import ResponseParser, parse_response
-
-    from autoparser.emit import served
-
-    template = json.loads((MODELS / f"{model}.response.json").read_text(encoding="utf-8"))
-    spec = served(template)
-    close = re.compile(spec["fields"]["tool_calls"]["close_pattern"])
-    text = ENDS_WITH_CALL[model]
-    assert close.match(text, len(text)) is not None
-    cut = text[: text.index("Paris") + 2]
-    assert close.match(cut, len(cut)) is None
-    stream = ResponseParser(spec, prefix="")
-    for k in range(0, len(text), 3):
-        stream.feed(text[k : k + 3])
-    for msg in (parse_response(text, spec, prefix=""), stream.finalize()[0]):
-        calls = [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]]
-        assert calls == [("get_weather", {"city": "Paris"})], msg

@@ -12,7 +12,6 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 import autoparser
 from autoparser.emit import library, served
-from autoparser.emit.template import VALUE_ENDS_TEXT
 from autoparser.cli.parse import generation_prompt
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -72,8 +71,7 @@ def test_a_repeated_opener_still_opens_once():
 
 def test_the_served_form_passes_the_engines_rules():
     """vLLM 0.33 and SGLang 0.5.23 refuse ``join`` (and ``transform``, non-text content) on ``content`` and
-    ``thinking`` at startup; ``served`` drops ``repeats``/``join`` there, and a JSON call's close also
-    closes where the engine stopped (``VALUE_ENDS_TEXT``, tests/test_serve.py), and nothing else."""
+    ``thinking`` at startup; ``served`` drops ``repeats``/``join`` there and nothing else."""
     for path in sorted(MODELS.glob("*.jinja")):
         spec = autoparser.infer(path.read_text(encoding="utf-8"))
         form = served(spec)
@@ -82,10 +80,6 @@ def test_the_served_form_passes_the_engines_rules():
             if field is not None:
                 assert "join" not in field and "repeats" not in field and "transform" not in field, path.stem
                 assert field.get("content", "text") == "text", path.stem
-        calls = form["fields"].get("tool_calls")
-        if calls and calls.get("content") == "json" and calls.get("close_pattern"):
-            assert calls["close_pattern"].endswith(VALUE_ENDS_TEXT), path.stem
-            form["fields"]["tool_calls"] = {**calls, "close_pattern": calls["close_pattern"].removesuffix(VALUE_ENDS_TEXT)}
         assert library(form) == spec, path.stem  # the two forms differ in exactly that
         assert form["fields"].get("tool_calls") == spec["fields"].get("tool_calls")
 

@@ -287,20 +287,7 @@ def served(template: dict) -> dict:
     for name in text_fields(out):
         out["fields"][name].pop("repeats", None)
         out["fields"][name].pop("join", None)
-    calls = out["fields"].get("tool_calls")
-    if calls and calls.get("content") == "json" and calls.get("close_pattern"):
-        calls["close_pattern"] = calls["close_pattern"] + VALUE_ENDS_TEXT
     return out
-
-
-# The engines stop at the end-of-turn token and take it out of the text their parsers read, so a call
-# that ends the reply reaches them without the close it was written with (``</s>`` after
-# ``[ARGS]{...}``, or no close at all after a bounded JSON value). SGLang keeps a call whose region is
-# closed at the end of the text only when the close pattern also matches there (else it is a call cut
-# off by the token limit, and dropped), so a call's JSON value that ends the text closes it there. Only
-# after a value's last ``}``/``]``: a call cut inside its arguments still ends elsewhere. transformers
-# and vLLM close a region left open at the end of the text the same way, so they parse as before.
-VALUE_ENDS_TEXT = r"|(?<=[}\]])\s*\Z"
 
 
 _NAMESPACE = re.compile(r"(｜[^｜<>\s\\()|]+｜)(?=[A-Za-z_])")
