@@ -38,11 +38,11 @@ def prefix_safe(marks) -> str:
     partial search prefers a complete match to a partial one: with plain alternatives ``<|close|>``
     matched inside ``<|close|>r`` is final while ``<|close|>response<|sep|>`` arrives, so a stream would
     commit the short marker and leave the rest as text."""
-    marks = sorted({m for m in marks if m}, key=len, reverse=True)
+    marks = sorted({m for m in marks if m}, key=lambda m: (-len(m), m))  # ties by text: the same output every run
     out = []
     for m in marks:
         heads = sorted({x[len(m):len(m) + k] for x in marks if x != m and x.startswith(m) for k in range(1, len(x) - len(m))}
-                       | {x[len(m):] for x in marks if x != m and x.startswith(m)}, key=len, reverse=True)
+                       | {x[len(m):] for x in marks if x != m and x.startswith(m)}, key=lambda h: (-len(h), h))
         out.append(esc(m) + (f"(?!(?:{'|'.join(map(esc, heads))})\\Z)" if heads else ""))
     return "|".join(out)
 

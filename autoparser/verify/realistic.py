@@ -46,7 +46,7 @@ def structural_markers(a: Analysis) -> list[str]:
     for s in texts:
         s = (s or "").strip()
         out.update(markers(s))
-    return sorted(out, key=len, reverse=True)
+    return sorted(out, key=lambda m: (-len(m), m))
 
 
 @functools.lru_cache(maxsize=64)
