@@ -166,3 +166,26 @@ def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
         assert "tool_calls" not in msg
         assert msg["thinking"].startswith("The format is <tool_call>") and msg["thinking"].endswith("Then wait.")
         assert msg["content"] == "Done."
+
+
+def test_a_call_that_ends_the_text_without_its_close_is_closed_there():
+    """A call with no close marker of its own (``[CALLS]f[ARGS]{…}`` then the turn's ``[END]``, which engines
+    strip as a stop token) that ends the text: SGLang keeps a tool region closed at the end of the text only
+    when the close pattern matches there (``_is_unusable_tool_end``), so it must match after a complete value,
+    and never after a nested ``}`` while the arguments still arrive (where a stream would close the call)."""
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    spec, prompt, _ = inferred("wrapped-bracket")
+    for form in (spec, served(spec)):
+        close = load_response_template(form).fields["tool_calls"].close_re
+        whole = '[CALLS]get_weather[ID]a1[ARGS]{"city": "Pa}ris", "opts": {"deep": [1, {"x": 2}]}}'
+        assert close.match(whole, len(whole)) is not None
+        for cut in (whole[:-1], whole[:-2], whole[: whole.index("2}") + 2]):  # a nested value's end, not the call's
+            assert close.match(cut, len(cut)) is None, cut
+        for text in (whole, whole + "[END]"):
+            parser = ResponseParser(form, prefix=prompt)
+            for ch in text:
+                parser.feed(ch)
+            streamed, _ = parser.finalize()
+            assert streamed == parse_response(text, form, prefix=prompt)
+            assert streamed["tool_calls"][0]["function"]["arguments"] == {"city": "Pa}ris", "opts": {"deep": [1, {"x": 2}]}}

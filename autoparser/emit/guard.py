@@ -231,6 +231,40 @@ def never_raises(field: dict) -> dict:
     return _id_default(field)
 
 
+_STR = r'"(?:[^"\\]|\\.)*"'
+VALUE_DEPTH = 8  # nesting levels of a JSON value ``_value_ends_text`` recognises behind the end of the text
+
+
+def value_ends_text(field: dict) -> dict:
+    r"""Arguments read whole after a call with no close marker of its own, which ends at the next call or the
+    turn's end marker the engines strip (``[TOOL_CALLS]f[ARGS]{…}</s>``):
+    the close also matches at the end of the text when everything since the call's opener is one complete
+    JSON value (``\Z``, then a lookbehind to the opener over a value nested at most ``VALUE_DEPTH`` deep).
+
+    SGLang keeps a tool region closed at the end of the text only when its close pattern matches there
+    (``_is_unusable_tool_end``: else the call was cut off, and it is dropped); it has already removed the
+    stop token, so a call that ends the reply had no close left. ``(?<=[}\]])\Z`` alone also matched at a
+    stream's edge after a nested ``}`` (a call closed inside its arguments). Behind ``\Z``, the check runs
+    only where the text ends, and only when it ends with ``}`` or ``]``: once per call, not per delta. A call
+    that ends the text with a value nested deeper stays as before (closed by the end of the stream)."""
+    opener, close = field.get("open_pattern"), field.get("close_pattern")
+    if (field.get("content") != "json" or not opener or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", opener)
+            or (close and re.search(r"\\G|\(\?&|\\\}", close)) or not (field.get("content_args") or {}).get("allow_non_json")):
+        return field
+    # One bracket class for objects and arrays: the pattern grows linearly with the depth (a ``{`` closed by
+    # ``]`` is no JSON value either way: its arguments do not parse and come back as their text).
+    value = rf"[{{\[](?:[^{{}}\[\]\"]|{_STR})*[}}\]]"
+    for _ in range(VALUE_DEPTH - 1):
+        value = rf"[{{\[](?:[^{{}}\[\]\"]|{_STR}|{value})*[}}\]]"
+    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    end = rf"\Z(?<=[}}\]])(?<=(?:{bare_opener})\s*(?:{value})\s*)"
+    if close:
+        field["close_pattern"] = close + "|" + end
+    elif "close" in field:
+        field["close_pattern"] = "|".join(literals([field.pop("close")] if isinstance(field["close"], str) else field.pop("close"))) + "|" + end
+    return field
+
+
 def _id_default(field: dict) -> dict:
     """An ``{id}`` capture that may not take part in a match gets an empty default before it."""
     roots = [p.split(".")[0] for p in _placeholders(field.get("transform"))]

@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
-from .guard import never_raises
+from .guard import never_raises, value_ends_text
 from .markers import _flex, esc, flex_pattern, literals, then_space
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -631,4 +631,6 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         others = [a.content.start.strip()] if a.content.mode == "ALWAYS_WRAPPED" else []
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
         field, w = _tagged(t, ends, others)
-    return never_raises(field), warnings + w
+    field = never_raises(field)
+    # A call with no close marker of its own ends at the next call or at the turn's end, which engines strip.
+    return (value_ends_text(field) if not t.call_end.strip() and not t.section_end.strip() else field), warnings + w
