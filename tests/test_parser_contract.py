@@ -6,7 +6,9 @@ these behaviours, not of one transformers release: when a release changes one, t
 fails here, before the corpus tests fail somewhere less legible. CI runs this file (with the never-raise
 and round-trip tests) against the newest transformers and the oldest the project declares.
 
-Known change, 5.23 -> 5.24: a regex match that does not end at the buffer's edge is final in 5.23; 5.24
+Known changes, 5.23 -> 5.24: a close pattern's named captures join the transform's scope (5.23 drops them):
+the keyed JSON calls (``emit/streamed_calls.py::_json_keyed``) capture an id or a name written after the
+arguments there, so the project requires 5.24. And a regex match that does not end at the buffer's edge is final in 5.23; 5.24
 re-matches it at its reported start with one more character after the buffer and holds it while the span
 or the captures change. A close whose reported start is not where its match began (``\\K``) therefore
 never commits before the end of the stream; the emitted closes end a value with a lookbehind alternative
@@ -171,3 +173,14 @@ def test_a_close_reported_after_its_start_is_final_only_in_5_23():
     except ValueError:  # the trailing text joined the JSON body
         committed = False
     assert committed == (TRANSFORMERS.startswith("5.23.")), TRANSFORMERS
+
+
+def test_a_close_s_captures_reach_the_transform():
+    """An id written after the arguments (Mistral Nemo's ``{"name", "arguments", "id"}``) is captured by the
+    call's close; 5.24 passes the close's captures to the transform, 5.23 kept only the open's (the id came
+    back empty). The keyed JSON calls rest on it: pyproject requires transformers 5.24."""
+    spec = {"start_anchor": "A:", "fields": {"content": {"content": "text"},
+        "tool_calls": {"open_pattern": r"(?P<id>)<call>", "close_pattern": r"(?:\|(?P<id>\w+))?</call>", "content": "json",
+                       "repeats": True, "transform": {"type": "function", "id": "{id}", "function": {"name": "f", "arguments": "{content}"}}}}}
+    for msg in both(spec, '<call>{"a": 1}|c1</call><call>{}</call>'):
+        assert [(c["id"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("c1", {"a": 1}), ("", {})]
