@@ -257,22 +257,30 @@ WORDS = ("the model considers each step carefully, checks the arithmetic (2 + 2 
 
 
 def filler(n: int, seed: str) -> str:
-    text, i = [], 0
-    while sum(map(len, text)) < n:
-        text.append(f"{seed} {i}: {WORDS}")
+    text, i, total = [], 0, 0
+    while total < n:
+        piece = f"{seed} {i}: {WORDS}"
+        text.append(piece)
+        total += len(piece)
         i += 1
     return "".join(text)[:n]
 
 
-def long_messages() -> dict[str, dict]:
+def many_calls(n: int) -> list[dict]:
+    """``n`` tool calls alternating between the verify tools, with ids."""
     calls = []
-    for i in range(100):
+    for i in range(n):
         if i % 2:
             args = {"query": f"select * from t where id = {i}", "limit": i, "tags": ["a", f"t{i}"]}
             calls.append({"id": f"call{i:05d}", "type": "function", "function": {"name": "run_query", "arguments": args}})
         else:
             args = {"city": f"City {i}", "days": i % 7, "metric": bool(i % 3)}
             calls.append({"id": f"call{i:05d}", "type": "function", "function": {"name": "get_weather", "arguments": args}})
+    return calls
+
+
+def long_messages() -> dict[str, dict]:
+    calls = many_calls(100)
     return {
         "50KB text": assistant(filler(25_000, "Answer"), reasoning=filler(25_000, "Thought")),
         "100 calls": assistant(None, calls=calls),
@@ -453,18 +461,11 @@ def bench_batch(templates, workers: int, only: bool) -> dict:
 
 
 def tiny_tokenizer(path: Path, chat_template: str) -> None:
-    """A real fast tokenizer (WordLevel over a tiny vocabulary), as tests/test_hook.py builds it."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    """A real fast tokenizer (WordLevel over a tiny vocabulary), the one tests/test_hook.py builds."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import make_tokenizer
 
-    specials = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "</tool_call>"]
-    words = ["[UNK]", *specials, *"abcdefghijklmnopqrstuvwxyz?."]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  unk_token="[UNK]", additional_special_tokens=specials)
-    tok.chat_template = chat_template
-    tok.save_pretrained(path)
+    make_tokenizer(chat_template).save_pretrained(path)
 
 
 def bench_hook(repeats: int) -> dict:

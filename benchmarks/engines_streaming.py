@@ -37,7 +37,7 @@ from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.render import Renderer  # noqa: E402
 from autoparser.verify import VERIFY_TOOLS  # noqa: E402
 from grammar_support import byte_tokenizer  # noqa: E402
-from streaming import CALLS, SERIES, SIZES, TOKENS, rendering, templates  # noqa: E402
+from streaming import SERIES, SIZES, TOKENS, applies, series_texts, templates  # noqa: E402
 
 # vLLM's hand-written parsers for the models of these templates: (tool parser, reasoning parser).
 HAND = {
@@ -171,20 +171,10 @@ def main(argv=None) -> int:
         pr = Prober(Renderer(src, TOKENS))
         hand = HAND.get(name)
         for s in series:
-            if s in ("big-arg", "calls") and "tool_calls" not in fields:
+            if not applies(s, a, fields):
                 continue
-            if s == "reasoning" and "thinking" not in fields:
-                continue
-            if s == "no-opener" and (a.reasoning.mode == "NONE" or not a.reasoning.start):
-                continue
-            texts = []
-            for k, size in enumerate(sizes):
-                n = CALLS[min(k, len(CALLS) - 1)] if s == "calls" else size
-                g = rendering(pr, a, s, n)
-                if g is None:
-                    break
-                texts.append((n, g[0], g[1]))
-            if len(texts) < len(sizes):
+            texts = series_texts(pr, a, s, sizes)
+            if texts is None:
                 continue
             markers = sorted({m.group(0) for _, p, t in texts[:1] for m in MARKER.finditer(p + t)} | set(TOKENS.values()))
             hf = byte_tokenizer(markers)

@@ -49,7 +49,7 @@ from autoparser.analysis.probes import Prober, assistant  # noqa: E402
 from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.render import Renderer, budget  # noqa: E402
 from autoparser.verify.roundtrip import VERIFY_TOOLS, _generation  # noqa: E402
-from bench import FAMILY  # noqa: E402  (which transformers fallback a corpus template's model gets)
+from bench import FAMILY, filler, many_calls  # noqa: E402  (which transformers fallback a corpus template's model gets)
 
 CORPUS = Path(os.environ.get("AUTOPARSER_CORPUS", "/work/shared/corpus/templates"))
 WILD = Path(os.environ.get("AUTOPARSER_WILD", str(CORPUS.parent / "wild" / "templates")))
@@ -58,32 +58,6 @@ SERIES = ("reasoning", "plain", "no-opener", "big-arg", "calls")
 SIZES = (1000, 4000, 16000, 64000)
 CALLS = (3, 12, 50, 200)
 USER = [{"role": "user", "content": "Go."}]
-
-WORDS = ("the model considers each step carefully, checks the arithmetic (2 + 2 = 4) and writes code such as "
-         "print({'a': [1, 2]}) before moving on; results: 95% done, 'quoted' and \"double quoted\" text.\n")
-
-
-def filler(n: int, seed: str) -> str:
-    text, i, total = [], 0, 0
-    while total < n:
-        piece = f"{seed} {i}: {WORDS}"
-        text.append(piece)
-        total += len(piece)
-        i += 1
-    return "".join(text)[:n]
-
-
-def many_calls(n: int) -> list[dict]:
-    calls = []
-    for i in range(n):
-        if i % 2:
-            args = {"query": f"select * from t where id = {i}", "limit": i, "tags": ["a", f"t{i}"]}
-            calls.append({"id": f"call{i:05d}", "type": "function", "function": {"name": "run_query", "arguments": args}})
-        else:
-            args = {"city": f"City {i}", "days": i % 7, "metric": bool(i % 3)}
-            calls.append({"id": f"call{i:05d}", "type": "function", "function": {"name": "get_weather", "arguments": args}})
-    return calls
-
 
 def message(series: str, size: int) -> dict:
     if series == "reasoning":
@@ -95,6 +69,32 @@ def message(series: str, size: int) -> dict:
                 "function": {"name": "run_query", "arguments": {"query": filler(size, "line")}}}
         return assistant(None, calls=[call])
     return assistant(None, calls=many_calls(size))
+
+
+def applies(series: str, a, fields: dict) -> bool:
+    """Whether a template has what the series measures (calls, a reasoning field, a reasoning opener to skip)."""
+    if series in ("big-arg", "calls"):
+        return "tool_calls" in fields
+    if series == "reasoning":
+        return any(k not in ("content", "tool_calls") for k in fields)
+    if series == "no-opener":
+        return a.reasoning.mode != "NONE" and bool(a.reasoning.start)
+    return True
+
+
+def series_texts(pr: Prober, a, series: str, sizes) -> list[tuple[int, str, str]] | None:
+    """(size, prompt, generated text) at each size (``calls``: the call counts), or None when one cannot be rendered."""
+    texts = []
+    for k, size in enumerate(sizes):
+        n = CALLS[min(k, len(CALLS) - 1)] if series == "calls" else size
+        try:
+            g = rendering(pr, a, series, n)
+        except AutoparserError:
+            g = None
+        if g is None:
+            return None
+        texts.append((n, g[0], g[1]))
+    return texts
 
 
 def rendering(pr: Prober, a, series: str, size: int):
@@ -268,23 +268,10 @@ def main(argv=None) -> int:
         hand = fallbacks.get(FAMILY.get(name, ""))
         fam = a.tools.family if "tool_calls" in fields else "-"
         for s in series:
-            if s in ("big-arg", "calls") and "tool_calls" not in fields:
+            if not applies(s, a, fields):
                 continue
-            if s == "reasoning" and not any(k not in ("content", "tool_calls") for k in fields):
-                continue
-            if s == "no-opener" and (a.reasoning.mode == "NONE" or not a.reasoning.start):
-                continue
-            texts = []
-            for k, size in enumerate(sizes):
-                n = CALLS[min(k, len(CALLS) - 1)] if s == "calls" else size
-                try:
-                    g = rendering(pr, a, s, n)
-                except AutoparserError:
-                    g = None
-                if g is None:
-                    break
-                texts.append((n, g[0], g[1]))
-            if len(texts) < len(sizes):
+            texts = series_texts(pr, a, s, sizes)
+            if texts is None:
                 continue
             r = scale(template, texts, args.delta, args.budget)
             r["floor"] = floor_growth(texts, args.delta)
