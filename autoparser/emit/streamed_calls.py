@@ -7,8 +7,8 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
-from .markers import _flex, literals, then_space
-from .tools import _call_head, _call_transform, _openers, _repr_args, tool_field
+from .markers import _flex, esc, literals, then_space
+from .tools import FENCE_OPEN, _call_head, _call_transform, _openers, _repr_args, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -228,6 +228,73 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     return _repr_args(t, field), []
 
 
+def _nested_decides(t: Tools) -> bool:
+    """Whether a call opens on a nested head (``_json_nested``): an array of call objects whose name and
+    arguments sit under one wrapper key (``{"id", "type", "function": {"name", "arguments"}}``), the id (if
+    any) a top-level key, in standard JSON."""
+    return (t.array_wrapped and len(t.name_path) == len(t.args_path) == 2 and t.name_path[0] == t.args_path[0]
+            and t.name_path[0] in t.call_keys and len(t.id_path) <= 1 and (not t.id_path or t.id_path[0] in t.call_keys)
+            and not t.arguments.unquoted_keys)
+
+
+def _json_nested(t: Tools, start: str, end: str, ends: list[str], reasoning_end: str) -> tuple[dict, list[str]]:
+    r"""An array of call objects whose name and arguments sit under a wrapper key, as OpenAI's messages write
+    them: ``[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {…}}}]`` (wild 009, bare
+    at the reply's start; or after an opener). As ``_json_keyed``, each call opens on its head: the outer keys
+    before the wrapper in any order, each optional (the id a capture, another key a short scalar), the
+    wrapper's ``{``, then the name (a capture; optional, it may follow the arguments) up to the arguments key;
+    the region is the arguments, streamed as they arrive (``{content}``, ``allow_non_json``: nothing is
+    indexed, so nothing raises). It closes on the keys after the arguments (a name there captured), the
+    wrapper's ``}``, the outer keys after it (an id there captured), the object's ``}``, then the next call's
+    ``, {"<a key>"``, or the array's ``]`` and the section's end (with none: a fence's end, the turn's end, the
+    text's end, a tail with no quote in its next 20 characters, a second list). A later call opens where
+    that close left the parser (``\G``, after ``},``); an open alternative that never matches is pending from
+    a ``}`` through the comma and a head, so in prose the parser never stops between them.
+
+    Checking the whole array's shape before it opened held every call back until the array ended and re-read
+    it on every delta. The price, as ``_json_keyed``: the name and id are read as written (no JSON escapes);
+    an argument string holding the objects' ends and the next call's head ends the call there, its text
+    kept; a malformed or cut call is a call whose arguments are its text, where the whole-array check left
+    the array in content."""
+    wrap, name_key, args_key = t.name_path[0], t.name_path[1], t.args_path[1]
+    id_key = t.id_path[0] if t.id_path else ""
+    outer = [k for k in t.call_keys if k != wrap]
+    opair = "(?:" + "|".join(_keyed_pair(k, "", id_key) for k in outer) + ")" if outer else ""
+    n = len(outer)
+    before = rf"(?:{opair}\s*,\s*){{0,{n}}}" if outer else ""
+    after = rf"(?:\s*,\s*{opair}){{0,{n}}}" if outer else ""
+    name = _keyed_pair(name_key, name_key, "")
+    head = (rf"\{{\s*{before}\"{re.escape(wrap)}\"\s*:\s*\{{\s*(?:{name}\s*,\s*)?\"{re.escape(args_key)}\"\s*:\s*")
+    loose = rf"\{{\s*{before}\"{re.escape(wrap)}\"\s*:\s*\{{\s*(?:{name}\s*,\s*)?\"{re.escape(args_key)}\"\s*:"
+    loose = re.sub(r"\(\?P<\w+>", "(?:", loose)
+    obj_end = rf"(?:\s*,\s*{name})?\s*\}}{after}\s*\}}"
+    turn_ends = literals(ends)
+    if start:
+        openers = sorted(_openers(t, start), key=len, reverse=True)
+        first = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + r")\s*\[\s*"
+    else:
+        starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
+        first = "(?:" + "|".join(starts) + r")\s*" + FENCE_OPEN + r"\[\s*"
+    firsts = "|".join(re.escape(k) for k in t.call_keys)
+    nxt = rf"\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)"
+    if end:
+        last = rf"\s*\]\s*{then_space(_flex(_loose(end)))}"
+    else:
+        # As ``_json_keyed``'s open ends, with a markdown fence's end taken (a bare array fenced as JSON).
+        last = (rf"\s*\]\s*(?:```\s*)?(?:\s*(?=" + "|".join([*turn_ends, r"\Z"])
+                + r")|(?=[ \t]*(?:\n\s*)?[^\s,}\]\"`](?:[^\"]{19}|[^\"\x00]{0,18}\Z))|(?=\s*\[))")
+    close = rf"{obj_end}(?:{nxt}|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
+    if turn_ends:
+        close += rf"|(?<=[}}\]])\s*(?={'|'.join(turn_ends)})"  # a call cut before its object's end
+    opener = f"(?:{first}{head}|\\G(?<=\\}}\\s*,\\s*){head}|\\}}\\s*,\\s*{loose}(?!))"
+    field: dict = {"open_pattern": ("(?P<id>)" if id_key else "") + "(?P<name>)" + opener, "close_pattern": close,
+                   "repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                   "transform": _call_transform("{name}", "{content}", "{id}" if id_key else None)}
+    warnings = [] if start else ["tool calls have no marker: a call is recognised only at the very start of the reply"
+                                 + (" or right after the reasoning" if reasoning_end else "")]
+    return field, warnings
+
+
 def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
     t = a.tools
@@ -244,6 +311,8 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         field, w = _json_whole(t, start, end, ends) if end and t.call_keys == ("name", "arguments") else _json_head(t, start, end, ends)
     elif start and _keyed_decides(t):
         field, w = _json_keyed(t, start, end, ends)
+    elif _nested_decides(t):
+        field, w = _json_nested(t, start, end, ends, a.reasoning.end if a.reasoning.mode != "NONE" else "")
     else:
         return tool_field(a)
     return never_raises(field), warnings + w
