@@ -20,9 +20,28 @@ def _loose(literal: str) -> str:
 
 
 def _plain_json(t: Tools) -> bool:
-    """Standard JSON. A dialect (``string_delims``) read as a region would raise on the json parser's sentinels
-    (``\x01``/``\x02``, checked before ``allow_non_json``): its whole-value shape check stays (§9, not bounded)."""
+    """Standard JSON (a dialect's calls are bounded only by ``_json_keyed``, see ``_quoted_dialect``)."""
     return not t.name_is_key and not t.shared_start and not t.arguments.string_delims and not t.arguments.unquoted_keys
+
+
+def _quoted_dialect(t: Tools) -> bool:
+    """A call object in standard JSON whose arguments are a Python dict (``string_delims``: wild 063's
+    ``{"arguments": {'k': 'v'}, "name": "f"}``), read by ``_json_keyed`` with its arguments as the region."""
+    return (not t.name_is_key and not t.shared_start and bool(t.arguments.string_delims) and not t.arguments.unquoted_keys
+            and _Dialect(t.arguments.string_delims).sound())
+
+
+SENTINEL_STOP = r"(?=[\x01\x02])"  # the json parser's string_delims sentinels, which it refuses (raises) in a region
+
+
+def _sentinel_stop(field: dict) -> dict:
+    r"""A region read with ``string_delims`` ends before ``\x01``/``\x02``: the json parser refuses a region
+    holding one of its sentinels (it raises, before ``allow_non_json`` is consulted), so the arguments end
+    there and the rest of the call is content (kept, visible). A whole-value shape check before the open
+    excluded them instead, holding the call back until its end and re-reading it on every delta."""
+    if (field.get("content_args") or {}).get("string_delims"):
+        field = {**field, "close_pattern": field["close_pattern"] + "|" + SENTINEL_STOP}
+    return field
 
 
 def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -298,14 +317,19 @@ def _json_nested(t: Tools, start: str, end: str, ends: list[str], reasoning_end:
 def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
     t = a.tools
-    if t.format != "JSON_NATIVE" or t.family in ("unknown", "nameless") or not _plain_json(t):
+    if t.format != "JSON_NATIVE" or t.family in ("unknown", "nameless") or not (_plain_json(t) or _quoted_dialect(t)):
         return tool_field(a)
     start, end = t.call_start.strip(), t.call_end.strip()
     if t.content_opener:  # the content with the calls comes first; the calls open after it
         start = start[len(t.content_opener):].strip()
     ends = list(a.turn.end_markers)
     warnings = [f"not covered: {u}" for u in t.uncovered]
-    if start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
+    if not _plain_json(t):  # a Python-dict dialect: only the keyed head (the arguments the region) is bounded
+        if not (start and _keyed_decides(t)):
+            return tool_field(a)
+        field, w = _json_keyed(t, start, end, ends)
+        field = _sentinel_stop(field)
+    elif start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
         field, w = _json_array_whole(t, start, end, ends)
     elif start and _head_decides(t):
         field, w = _json_whole(t, start, end, ends) if end and t.call_keys == ("name", "arguments") else _json_head(t, start, end, ends)
