@@ -119,7 +119,7 @@ def anchor_tokens(a: Analysis) -> list[str]:
 LONE_CLOSE_WINDOW = 512  # how far into a reply a close with no opener makes the text before it reasoning
 
 
-def reasoning_open(r, token: str = "", ends=()) -> str:
+def reasoning_open(r, token: str = "", ends=(), calls=()) -> str:
     r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
     too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
     (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
@@ -130,7 +130,10 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     the reply's start (before the opener or an end marker ``ends``): the lookahead decides within that window,
     so a stream is held back by it at most and each delta re-reads no more than it (looking for the close
     anywhere ahead held the whole reply back and re-read it on every delta). Longer reasoning written
-    without its opener stays content, the close with it (no text lost).
+    without its opener stays content, the close with it (no text lost). A reply that starts with a call's
+    opening marker ``calls`` is no reasoning (reasoning comes before its close, calls after it): the window
+    is given up as soon as that marker is whole, so a reply of calls is not held back by it. Only at the
+    reply's start: reasoning may quote the call format further on (§7b), and the window still reads it.
 
     ``token``: an opener made of a token and a word (Gemma 4's ``<|channel>thought``) also opens on the token
     alone, the word taken when written (``<|channel>first thought<channel|>``: reasoning ``first thought``;
@@ -141,7 +144,8 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     opener = esc(r.start)
     if r.lone_close and r.end:
         stop = "|".join(literals([r.start, *ends]))
-        opener += rf"|\A(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
+        not_call = rf"(?!\s*(?:{'|'.join(literals(calls))}))" if calls else ""
+        opener += rf"|\A{not_call}(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
     return opener
 
 
@@ -317,7 +321,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         if r.start:
             # The token alone opens reasoning unless the content wrapper starts with it too (``<|channel>answer``).
             alone = token[0] if token and not r.lone_close and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
-            f = {"open_pattern": reasoning_open(r, alone, ends)}
+            f = {"open_pattern": reasoning_open(r, alone, ends, [o for o in openers if o != r.start.strip()])}
             if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
                 # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
