@@ -37,7 +37,7 @@ from autoparser.errors import AutoparserError  # noqa: E402
 from autoparser.render import Renderer  # noqa: E402
 from autoparser.verify import VERIFY_TOOLS  # noqa: E402
 from grammar_support import byte_tokenizer  # noqa: E402
-from streaming import SERIES, SIZES, TOKENS, applies, series_texts, templates  # noqa: E402
+from streaming import SERIES, SIZES, TOKENS, applies, one_call_each, series_texts, templates  # noqa: E402
 
 # vLLM's hand-written parsers for the models of these templates: (tool parser, reasoning parser).
 HAND = {
@@ -175,6 +175,9 @@ def main(argv=None) -> int:
                 continue
             texts = series_texts(pr, a, s, sizes)
             if texts is None:
+                continue
+            if one_call_each(s, texts):
+                print(f"{name} {s}: one call per message ({len(texts[-1][2])} characters at every count): not a calls series")
                 continue
             markers = sorted({m.group(0) for _, p, t in texts[:1] for m in MARKER.finditer(p + t)} | set(TOKENS.values()))
             hf = byte_tokenizer(markers)

@@ -97,6 +97,14 @@ def series_texts(pr: Prober, a, series: str, sizes) -> list[tuple[int, str, str]
     return texts
 
 
+def one_call_each(series: str, texts) -> bool:
+    """Whether a ``calls`` series is one call at every count: the template writes only the first call of a message
+    (gpt-oss's harmony ends the reply at ``<|call|>``, GigaChat 3.1 one ``<|function_call|>`` per message), so the
+    text does not grow and "200 calls" is one call of ~116 characters. Not a calls series: its hold-back (the call's
+    header, until the name is whole) is a share of one call, not of a long output; reported apart, with that number."""
+    return series == "calls" and len({t for _, _, t in texts}) == 1
+
+
 def rendering(pr: Prober, a, series: str, size: int):
     """(prompt, text) the template writes for the series at this size, or None. The mode that renders the
     most of it; ``no-opener``: the default mode, the reasoning block before the reply removed."""
@@ -273,6 +281,13 @@ def main(argv=None) -> int:
             texts = series_texts(pr, a, s, sizes)
             if texts is None:
                 continue
+            if one_call_each(s, texts):
+                _, held, _ = feed(template, texts[-1][1], texts[-1][2], args.delta)
+                n = len(texts[-1][2])
+                rows.append({"where": where, "template": name, "family": fam, "series": s, "kind": "one-call", "held": held, "n": n})
+                print(f"{name[:34]:34} {fam[:14]:14} {s:9} one call per message: {n} characters at every count, "
+                      f"held {held} (the call's header); not a calls series", flush=True)
+                continue
             r = scale(template, texts, args.delta, args.budget)
             r["floor"] = floor_growth(texts, args.delta)
             row = {"where": where, "template": name, "family": fam, "series": s, "kind": "emitted", **r}
@@ -285,6 +300,10 @@ def main(argv=None) -> int:
                 rows.append({"where": where, "template": name, "family": fam, "series": s, "kind": "hand-written", **h})
                 print(_row(f"{'  hand-written ' + FAMILY[name]:34} {'':14}", s, texts, h, f"{'':5}"), flush=True)
     emitted = [r for r in rows if r["kind"] == "emitted"]
+    single = [r for r in rows if r["kind"] == "one-call"]
+    if single:
+        print(f"\none call per message (the calls series does not apply): "
+              + ", ".join(f"{r['template']} (held {r['held']} of {r['n']})" for r in single))
     print(f"\n{len(emitted)} series over {len({r['template'] for r in emitted})} templates; "
           f"growth over target (> 6 and above the floor's) or stopped: {sum(1 for r in emitted if steep(r) or r['stopped'])}; "
           f"held > 1%: {sum(1 for r in emitted if (r['held_share'] or 0) > 0.01)}; "
