@@ -21,11 +21,12 @@ MODELS = Path(__file__).resolve().parents[1] / "models"
 HEAD = 300  # more than any marker or call head in these examples; far less than the outputs below
 
 
-def _stream(name: str, text: str, delta: int = 4) -> tuple[dict, int]:
-    """(the streamed message, the most characters held back after any delta); asserts it equals one-shot."""
+def _stream(name: str, text: str, delta: int = 4, **switches) -> tuple[dict, int]:
+    """(the streamed message, the most characters held back after any delta); asserts it equals one-shot.
+    ``switches``: the template's own (``enable_thinking``), for the prompt."""
     src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
     template = autoparser.infer_result(src).template
-    prefix = generation_prompt(src)
+    prefix = generation_prompt(src, **switches)
     p = ResponseParser(template, prefix=prefix)
     held = 0
     for i in range(0, len(text), delta):
@@ -121,3 +122,49 @@ def test_prose_never_opens_a_later_pythonic_call():
     text = "Use max(a, b), min(c, d) and sorted(x), reversed(y) here."
     msg, _ = _stream("pythonic-python-start", text, delta=1)
     assert msg["content"] == text and not msg.get("tool_calls")
+
+
+def test_a_nested_call_array_streams_call_by_call():
+    """``[{"id", "type", "function": {"name", "arguments"}}, …]`` with no marker (OpenAI's message shape, wild
+    009): each call opens on its head, the arguments streamed as a region; the whole array's shape checked
+    before it opened held it back whole and re-read it on every delta (``_json_nested``)."""
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": f"f{i % 3}", "arguments": _args(i)}} for i in range(40)]
+    calls[0]["function"]["arguments"]["code"] = "x = {'a': [1, 2]}\n" * 400  # a long argument first
+    calls[1] = {"type": "function", "function": {"arguments": _args(1), "name": "g"}, "id": "late"}  # keys in another order
+    msg, held = _stream("json-after-reasoning", json.dumps(calls) + "<[assistant_end]>")
+    assert [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == \
+        [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls]
+    assert held < HEAD, held
+    # Not a call: an array of something else stays content, as does a call's head in prose.
+    assert _stream("json-after-reasoning", "[1, 2]<[assistant_end]>")[0]["content"] == "[1, 2]"
+    prose = 'See }, {"id": "c", "type": "function", "function": {"name": "f", "arguments": {}}}] here.'
+    assert _stream("json-after-reasoning", prose + "<[assistant_end]>", delta=1)[0] == {"role": "assistant", "content": prose}
+
+
+def test_a_python_dict_call_streams_and_never_raises():
+    """``<tool_call>{"arguments": {'k': 'v'}, "name": "f"}</tool_call>`` (a Python dict read with
+    ``string_delims``, wild 063): the call opens on its head and its arguments stream as a region. The json
+    parser raises on a region holding its sentinels ``\\x01``/``\\x02`` (before ``allow_non_json``), so the
+    region ends before one: the rest of the call is content, nothing raised or lost."""
+    code = "x = [1, 2]; y = {3: 4}; " * 800  # (Python escapes come back escaped: not covered, §5)
+    text = '<tool_call>\n{"arguments": ' + repr({"code": code, "n": 2}) + ', "name": "run"}\n</tool_call><end_of_utterance>'
+    msg, held = _stream("json-repr-args", text)
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("run", {"code": code, "n": 2})]
+    assert held < HEAD, held
+    bad = '<tool_call>\n{"arguments": {\'a\': \'x\x01y\x02\'}, "name": "f"}\n</tool_call><end_of_utterance>'
+    msg, _ = _stream("json-repr-args", bad, delta=1)
+    assert msg["tool_calls"][0]["function"]["arguments"] == "{'a': 'x"
+    assert msg["content"].startswith("\x01y\x02'}")
+
+
+def test_a_reply_of_calls_is_not_held_by_the_lone_close_window():
+    """Thinking on, a model may reason without writing the opener (text before a lone close within 512
+    characters is reasoning): a reply that starts with a call's marker gives that look up as soon as the marker
+    is whole, so a run of calls is not held back by the window (wild 091: 512 characters). The tolerance is
+    kept: opener-less reasoning, its close and a call."""
+    calls = "".join(f'<tool_call>\n{{"name": "f", "arguments": {{"i": {i}}}}}\n</tool_call>' for i in range(40))
+    msg, held = _stream("forced-closed-calls", calls + "<|/turn|>", enable_thinking=True)
+    assert [c["function"]["arguments"] for c in msg["tool_calls"]] == [{"i": i} for i in range(40)]
+    assert held < 100, held
+    msg, _ = _stream("forced-closed-calls", "Plan it.<|/think|>" + calls[:80] + "<|/turn|>", enable_thinking=True)
+    assert msg["thinking"] == "Plan it." and len(msg["tool_calls"]) == 1

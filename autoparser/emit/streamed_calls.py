@@ -25,8 +25,9 @@ def _plain_json(t: Tools) -> bool:
 
 
 def _quoted_dialect(t: Tools) -> bool:
-    """A call object in standard JSON whose arguments are a Python dict (``string_delims``: wild 063's
-    ``{"arguments": {'k': 'v'}, "name": "f"}``), read by ``_json_keyed`` with its arguments as the region."""
+    """A call object in standard JSON whose arguments are written in a dialect's strings (``string_delims``: a
+    Python dict, wild 063's ``{"arguments": {'k': 'v'}, "name": "f"}``; HTML-escaped quotes), read by
+    ``_json_keyed`` with its arguments as the region."""
     return (not t.name_is_key and not t.shared_start and bool(t.arguments.string_delims) and not t.arguments.unquoted_keys
             and _Dialect(t.arguments.string_delims).sound())
 
