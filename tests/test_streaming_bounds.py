@@ -15,6 +15,7 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 import autoparser
 from autoparser.cli.parse import generation_prompt
+from autoparser.emit.streamed_calls import CALL_WINDOW
 from autoparser.emit.template import bounded_whitespace
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -142,19 +143,23 @@ def test_a_nested_call_array_streams_call_by_call():
 
 
 def test_a_python_dict_call_streams_and_never_raises():
-    """``<tool_call>{"arguments": {'k': 'v'}, "name": "f"}</tool_call>`` (a Python dict read with
-    ``string_delims``, wild 063): the call opens on its head and its arguments stream as a region. The json
-    parser raises on a region holding its sentinels ``\\x01``/``\\x02`` (before ``allow_non_json``), so the
-    region ends before one: the rest of the call is content, nothing raised or lost."""
+    """``<tool_call>{"arguments": {'k': 'v'}, "name": "f"}</tool_call>`` (a Python dict read with ``string_delims``,
+    the name after the arguments: wild 063): the object is read whole (the engines' older parser drops a close's
+    captures, so the name cannot be one), decided within ``CALL_WINDOW``; the whole-value check held it back
+    whole. The json parser raises on a region holding its sentinels ``\\x01``/``\\x02`` (before
+    ``allow_non_json``), so the region ends before one: nothing raised, nothing lost."""
     code = "x = [1, 2]; y = {3: 4}; " * 800  # (Python escapes come back escaped: not covered, §5)
     text = '<tool_call>\n{"arguments": ' + repr({"code": code, "n": 2}) + ', "name": "run"}\n</tool_call><end_of_utterance>'
     msg, held = _stream("json-repr-args", text)
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("run", {"code": code, "n": 2})]
-    assert held < HEAD, held
-    bad = '<tool_call>\n{"arguments": {\'a\': \'x\x01y\x02\'}, "name": "f"}\n</tool_call><end_of_utterance>'
-    msg, _ = _stream("json-repr-args", bad, delta=1)
-    assert msg["tool_calls"][0]["function"]["arguments"] == "{'a': 'x"
-    assert msg["content"].startswith("\x01y\x02'}")
+    assert held < CALL_WINDOW + 64, held
+    short = '<tool_call>\n{"arguments": {\'a\': \'x\x01y\x02\'}, "name": "f"}\n</tool_call>'
+    msg, _ = _stream("json-repr-args", short + "<end_of_utterance>", delta=1)
+    assert msg == {"role": "assistant", "content": short}
+    cut = text.index("y = {3") + 2000
+    msg, _ = _stream("json-repr-args", text[:cut] + "\x01" + text[cut:], delta=3)
+    assert msg["tool_calls"][0]["function"] == text[len("<tool_call>\n"):cut].strip()  # its text, as a malformed call
+    assert msg["content"].startswith("\x01")
 
 
 def test_a_reply_of_calls_is_not_held_by_the_lone_close_window():

@@ -93,6 +93,13 @@ def _head_decides(t: Tools) -> bool:
             and t.call_keys == (t.name_path[0], t.args_path[0]))
 
 
+def _args_first(t: Tools) -> bool:
+    """A call object of exactly an arguments and a name key, the arguments first (wild 063's
+    ``{"arguments": {'k': 'v'}, "name": "f"}``): the name follows a value of any length."""
+    return (not t.array_wrapped and not t.id_path and len(t.name_path) == len(t.args_path) == 1
+            and t.call_keys == (t.args_path[0], t.name_path[0]))
+
+
 def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A JSON call object of exactly ``name`` and ``arguments`` between an opener and a close marker
     (``<tool_call>{"name": "f", "arguments": {…}}</tool_call>``): the region is the object, read whole as the
@@ -113,19 +120,24 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
     close = _flex(_loose(end))
     stops = "|".join([close, *literals(ends)])
-    dialect = _Dialect()
+    dialect = _Dialect(t.arguments.string_delims)
     # The first close (or the end) within the window, right after a ``}`` (no close inside a string), where a
     # balanced value ends, of the call's shape.
     first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
     short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z))(?={_W}{dialect.object_with(['name', 'arguments'])})"
     _, head = _call_head(t)
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    if t.call_keys[0] != t.name_path[0]:  # the arguments first (wild 063): the head is their key, the name follows them
+        head = rf'\{{\s*"{re.escape(t.args_path[0])}"\s*:'
     long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
     field: dict = {"open_pattern": f"{opener}(?:{long}|{short}){dialect.define()}"}
     # The object's ``}`` then the close: a close marker inside a string argument is text.
     field["close_pattern"] = rf"(?<=\}})\s*{then_space(close)}" + (rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})" if ends else "")
+    if t.arguments.string_delims:
+        field = _sentinel_stop(_repr_args(t, {**field, "content": "json"}))
     # ``allow_non_json`` here: ``never_raises`` leaves a field whose open already checks a value alone.
-    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+    field.update({"repeats": True, "content": "json",
+                  "content_args": {"allow_non_json": True, **field.get("content_args", {})},
                   "transform": {"type": "function", "function": "{content}"}})
     return field, []
 
@@ -326,10 +338,14 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     ends = list(a.turn.end_markers)
     warnings = [f"not covered: {u}" for u in t.uncovered]
     if not _plain_json(t):  # a Python-dict dialect: only the keyed head (the arguments the region) is bounded
-        if not (start and _keyed_decides(t)):
+        if start and end and _args_first(t):
+            # The name after the arguments: a keyed call would capture it in its close, which the engines'
+            # older chat_parsing drops (the call's name empty); the object read whole keeps it.
+            field, w = _json_whole(t, start, end, ends)
+        elif start and _keyed_decides(t):
+            field, w = _sentinel_stop(_json_keyed(t, start, end, ends)[0]), []
+        else:
             return tool_field(a)
-        field, w = _json_keyed(t, start, end, ends)
-        field = _sentinel_stop(field)
     elif start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
         field, w = _json_array_whole(t, start, end, ends)
     elif start and _head_decides(t):
