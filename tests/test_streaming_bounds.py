@@ -156,6 +156,11 @@ def test_a_python_dict_call_streams_and_never_raises():
     short = '<tool_call>\n{"arguments": {\'a\': \'x\x01y\x02\'}, "name": "f"}\n</tool_call>'
     msg, _ = _stream("json-repr-args", short + "<end_of_utterance>", delta=1)
     assert msg == {"role": "assistant", "content": short}
+    # A string holding both quote kinds (``'it\\'s "so"'``), which ``string_delims`` cannot read, in a long call's
+    # window: content, as the whole-value check left it, not a call whose ``function`` is text (the engines drop it).
+    both = '<tool_call>\n{"arguments": ' + repr({"q": 'it\'s "so" ' * 100}) + ', "name": "run"}\n</tool_call>'
+    msg, held = _stream("json-repr-args", both + "<end_of_utterance>")
+    assert msg == {"role": "assistant", "content": both} and held < CALL_WINDOW + 64, held
     cut = text.index("y = {3") + 2000
     msg, _ = _stream("json-repr-args", text[:cut] + "\x01" + text[cut:], delta=3)
     assert msg["tool_calls"][0]["function"] == text[len("<tool_call>\n"):cut].strip()  # its text, as a malformed call

@@ -129,7 +129,11 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     if t.call_keys[0] != t.name_path[0]:  # the arguments first (wild 063): the head is their key, the name follows them
         head = rf'\{{\s*"{re.escape(t.args_path[0])}"\s*:'
-    long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
+    # A dialect's string closed by a delimiter escaped with a backslash (a Python repr's ``'…\'…"…'``, both quote
+    # kinds in one string) is one its parser cannot read (``open(.*?)close`` ends it there): a long call whose window
+    # holds one stays content, as the whole-value check left it, rather than a call whose ``function`` is text.
+    escaped = "".join(rf"|\\{esc(c)}" for _, c in t.arguments.string_delims)
+    long = rf"(?=\s*{head}(?:(?!{stops}{escaped})[\s\S]){{{CALL_WINDOW}}})"
     field: dict = {"open_pattern": f"{opener}(?:{long}|{short}){dialect.define()}"}
     # The object's ``}`` then the close: a close marker inside a string argument is text.
     field["close_pattern"] = rf"(?<=\}})\s*{then_space(close)}" + (rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})" if ends else "")
