@@ -20,14 +20,15 @@ def _loose(literal: str) -> str:
 
 
 def _plain_json(t: Tools) -> bool:
-    """Standard JSON (a dialect's calls are bounded only by ``_json_keyed``, see ``_quoted_dialect``)."""
+    """Standard JSON (a dialect's calls: ``_quoted_dialect``)."""
     return not t.name_is_key and not t.shared_start and not t.arguments.string_delims and not t.arguments.unquoted_keys
 
 
 def _quoted_dialect(t: Tools) -> bool:
     """A call object in standard JSON whose arguments are written in a dialect's strings (``string_delims``: a
-    Python dict, wild 063's ``{"arguments": {'k': 'v'}, "name": "f"}``; HTML-escaped quotes), read by
-    ``_json_keyed`` with its arguments as the region."""
+    Python dict, wild 063's ``{"arguments": {'k': 'v'}, "name": "f"}``; HTML-escaped quotes): read by
+    ``_json_keyed`` (the name first) or ``_json_whole`` (the name after the arguments), the region ending before
+    the json parser's sentinels (``_sentinel_stop``)."""
     return (not t.name_is_key and not t.shared_start and bool(t.arguments.string_delims) and not t.arguments.unquoted_keys
             and _Dialect(t.arguments.string_delims).sound())
 
@@ -341,7 +342,7 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         start = start[len(t.content_opener):].strip()
     ends = list(a.turn.end_markers)
     warnings = [f"not covered: {u}" for u in t.uncovered]
-    if not _plain_json(t):  # a Python-dict dialect: only the keyed head (the arguments the region) is bounded
+    if not _plain_json(t):  # a dialect's strings (a Python dict): one call object per opener, its keys in JSON
         if start and end and _args_first(t):
             # The name after the arguments: a keyed call would capture it in its close, which the engines'
             # older chat_parsing drops (the call's name empty); the object read whole keeps it.
