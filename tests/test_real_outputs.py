@@ -477,7 +477,22 @@ def format_words(path: str, tokens: tuple) -> frozenset:
     for c in report.cases:
         if c.generated:
             out |= set(Counter(_words(c.generated)) - _message_words(c.expected))  # more often than the message: the format's too
-    return frozenset(out)
+    return frozenset(out | _call_marker_words(path, tokens))
+
+
+def _call_marker_words(path: str, tokens: tuple) -> set[str]:
+    """The words of the call markers the analysis found in the template's renderings of calls in history
+    (GigaChat 3's ``function call`` role header before each call). Verify's call cases give them too, but
+    only where the template renders a call as the last turn: GigaChat 3 writes it as a message of its own
+    role, verify skips those cases, and the header's words were counted as lost from every call."""
+    from autoparser.pipeline import analyze
+
+    try:
+        t = analyze(Path(path).read_text(encoding="utf-8"), dict(tokens)).tools
+    except Exception:  # noqa: BLE001 - nothing analysed: no marker words
+        return set()
+    marks = (t.section_start, t.section_end, t.call_start, t.call_end, t.call_separator, t.call_lead, t.content_opener)
+    return {w for m in marks for w in _words(_ESCAPE.sub(" ", m))}
 
 
 def lost_words(case: dict, msg: dict | None) -> list[str]:
