@@ -428,7 +428,8 @@ def run_case(case: dict) -> dict:
 _WORD = re.compile(r"\w+")
 # A marker spelt without attributes: ``<|tool_call_start|>``, ``<｜tool▁sep｜>``, ``</think>``, ``[TOOL_CALLS]``.
 # Its words are the format's even where the template never renders that marker (a workaround's format).
-_BARE_MARKER = re.compile(r"<\|[^|<>]*\|>|<｜[^｜]*｜>|</?[\w:.-]+/?>|\[/?[A-Z_]+\]")
+# A markdown fence with its language tag (```` ```json ````) is markup too.
+_BARE_MARKER = re.compile(r"<\|[^|<>]*\|>|<｜[^｜]*｜>|</?[\w:.-]+/?>|\[/?[A-Z_]+\]|```\w*")
 
 
 _ESCAPE = re.compile(r'\\[nrt"\\/]')  # ``\n`` inside a JSON string: a separator, not the start of a word
@@ -459,7 +460,12 @@ def _message_words(msg: dict) -> Counter:
     raw = [_ESCAPE.sub(" ", v) for k, v in msg.items() if k in text and isinstance(v, str)]
     rest = {k: v for k, v in msg.items() if not (k in text and isinstance(v, str))}
     keys = [k for k in msg if k not in rest]  # the text fields' own key names, as ``_strings`` counts every key
-    return Counter(w for s in _strings(rest, []) + keys + raw for w in _words(s))
+    # A value is read both as parsed and with its escapes read as the output's are (arguments left as their
+    # JSON text hold ``\\nre.compile``, whose word is ``re``), each word counted by the reading that holds it more often.
+    out = Counter(w for s in keys + raw for w in _words(s))
+    for s in _strings(rest, []):
+        out.update(Counter(_words(s)) | Counter(_words(_ESCAPE.sub(" ", s))))
+    return out
 
 
 @lru_cache(maxsize=None)
