@@ -251,3 +251,17 @@ def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
     msg = _parse("pythonic-bare", text)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})]
     assert msg.get("content") == content
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("Paris", "Paris"),  # as rendered: no newline inside the value's tags
+    ("\nParis\n", "Paris"),  # a newline on each side: the separator models add (Seed-OSS)
+    ("  x = 1\n", "  x = 1\n"),  # the value's own trailing newline (code), kept
+    ("\n    def f():\n        return 1\n\n", "    def f():\n        return 1\n"),  # a pair around code ending with one
+    ("<![CDATA[a < b]]>\n", "a < b"),
+])
+def test_a_newline_inside_value_tags_the_template_leaves_out_is_a_separator_only_in_pairs(value, expected):
+    """Where the template writes no newline inside a value's tags, a newline on one side only is the value's
+    own (vLLM's Poolside parser keeps ``  x = 1\\n``); one on each side is the separator models add."""
+    text = f"<call>write_file\n<k>content</k><v>{value}</v>\n</call><|im_end|>"
+    assert _calls(_parse("kv-tagged", text)) == [("write_file", {"content": expected})]
