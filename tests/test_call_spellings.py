@@ -265,3 +265,13 @@ def test_a_newline_inside_value_tags_the_template_leaves_out_is_a_separator_only
     own (vLLM's Poolside parser keeps ``  x = 1\\n``); one on each side is the separator models add."""
     text = f"<call>write_file\n<k>content</k><v>{value}</v>\n</call><|im_end|>"
     assert _calls(_parse("kv-tagged", text)) == [("write_file", {"content": expected})]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("function-in-wrapper", "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nDallas\n<parameter=state>\nTX\n"
+                            "</parameter>\n</function>\n</tool_call><|im_end|>"),
+    ("kv-tagged", "<call>get_weather\n<k>city</k><v>Dallas\n<k>state</k><v>TX</v>\n</call><|im_end|>"),
+])
+def test_a_value_whose_end_tag_is_left_out_ends_at_the_next_argument(name, text):
+    """vLLM's Qwen3-Coder and Step 3.5 parsers read a value with no end tag up to the next argument's tag."""
+    assert _calls(_parse(name, text)) == [("get_weather", {"city": "Dallas", "state": "TX"})]

@@ -363,18 +363,23 @@ def _cdata(vs: str, value: str) -> str:
     return r"(?:<!\[CDATA\[(?P<value>.*?)\]\]>(?=\n?" + _flex(vs.strip()) + r"|\s*\Z)|" + value + ")"
 
 
-def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str) -> str:
+def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
     r"""The key suffix, value and value close of a tagged argument. Where the template writes a newline inside
     the value's tags (``<parameter=k>\nv\n</parameter>``), that newline is the format's separator: each side
     is optional (``ks_re``/``vs_re`` end and start with ``\n?``). Where it writes none
     (``<arg_value>v</arg_value>``), models still add one on each side (Seed-OSS), but a newline on one side
     only is the value's own (code ending with a newline: ``<arg_value>  x = 1\n</arg_value>``, which
-    vLLM's Poolside parser keeps): a newline is taken as the separator only in a pair around the value."""
-    end = r"(?:" + vs_re + r"|\s*\Z)"
+    vLLM's Poolside parser keeps): a newline is taken as the separator only in a pair around the value.
+
+    A value whose end tag the model left out ends where the next argument's tag begins (``kp``, the key's
+    opening tag: ``<parameter=city>\nDallas\n<parameter=state>``; vLLM's Qwen3-Coder and Step 3.5 parsers
+    read it so), not only where the call's text ends; a value that writes the tag itself is cut there."""
+    nxt = rf"|\n?(?={kp})" if kp else ""
+    end = r"(?:" + vs_re + nxt + r"|\s*\Z)"
     value = r"(?P<value>.*?)"
     if ks.endswith("\n") or vs.startswith("\n") or not (ks_re.endswith(r"\n?") and vs_re.startswith(r"\n?")):
         return ks_re + _cdata(vs, value) + end
-    bare_end = r"(?:" + vs_re[len(r"\n?"):] + r"|\s*\Z)"
+    bare_end = r"(?:" + vs_re[len(r"\n?"):] + nxt + r"|\s*\Z)"
     # a CDATA section (``_cdata``) first, with a newline on either side
     cdata = r"\n?<!\[CDATA\[(?P<value>.*?)\]\]>\n?" + bare_end + "|" if vs.strip().startswith("</") else ""
     return ks_re[: -len(r"\n?")] + rf"(?:{cdata}\n{value}\n{bare_end}|{value}{bare_end})"
@@ -456,7 +461,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
-            field["content_args"] = {"tag_pattern": key_re + _tagged_value(ks, vs, ks_re, vs_re)}
+            kp = _flex(a.key_prefix.strip()) if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else ""
+            field["content_args"] = {"tag_pattern": key_re + _tagged_value(ks, vs, ks_re, vs_re, kp)}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
