@@ -275,3 +275,20 @@ def test_a_newline_inside_value_tags_the_template_leaves_out_is_a_separator_only
 def test_a_value_whose_end_tag_is_left_out_ends_at_the_next_argument(name, text):
     """vLLM's Qwen3-Coder and Step 3.5 parsers read a value with no end tag up to the next argument's tag."""
     assert _calls(_parse(name, text)) == [("get_weather", {"city": "Dallas", "state": "TX"})]
+
+
+@pytest.mark.parametrize("text", [
+    '<calls>\n{"name": "f", "arguments": {"a": {"b": [1, {"c": 2}]}}}\n{"name": "g", "arguments": {}}\n</calls><|im_end|>',  # as rendered
+    '<calls>\n{"name": "f", "arguments": {"a": {"b": [1, {"c": 2}]}}}\n{"name": "g", "arguments": {}}',  # the closer left out
+    '<calls>\n{"name": "f", "arguments": {"a": {"b": [1, {"c": 2}]}}}\n{"name": "g", "arguments": {}}\n',
+])
+def test_a_run_of_json_calls_whose_closer_is_left_out_ends_with_the_text(text):
+    """vLLM's MiniMax-M1 parser reads calls whose ``</tool_calls>`` never came; the last call's ``}`` was read
+    into its arguments, which came back as text."""
+    assert _calls(_parse("json-run-closed", text)) == [("f", {"a": {"b": [1, {"c": 2}]}}), ("g", {})]
+
+
+def test_a_run_of_json_calls_cut_inside_the_arguments_keeps_their_text():
+    """A value still arriving is no complete call: nothing closes at a stream's edge inside the arguments."""
+    msg = _parse("json-run-closed", '<calls>\n{"name": "f", "arguments": {"a": {"b": 1}')
+    assert _calls(msg) == [("f", '{"a": {"b": 1}')]

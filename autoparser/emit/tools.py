@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
-from .guard import never_raises, value_ends_text
+from .guard import closer_left_out, never_raises, value_ends_text
 from .markers import _flex, esc, flex_pattern, literals, then_space
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -656,4 +656,8 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         field, w = _tagged(t, ends, others)
     field = never_raises(field)
     # A call with no close marker of its own ends at the next call or at the turn's end, which engines strip.
-    return (value_ends_text(field) if not t.call_end.strip() and not t.section_end.strip() else field), warnings + w
+    if not t.call_end.strip() and not t.section_end.strip():
+        field = value_ends_text(field)
+    elif t.format == "JSON_NATIVE" and (t.shared_start or t.array_wrapped) and markers(t.call_start.strip()) and markers(t.call_end.strip()):
+        field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "")
+    return field, warnings + w
