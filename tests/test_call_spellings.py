@@ -292,3 +292,12 @@ def test_a_run_of_json_calls_cut_inside_the_arguments_keeps_their_text():
     """A value still arriving is no complete call: nothing closes at a stream's edge inside the arguments."""
     msg = _parse("json-run-closed", '<calls>\n{"name": "f", "arguments": {"a": {"b": 1}')
     assert _calls(msg) == [("f", '{"a": {"b": 1}')]
+
+
+@pytest.mark.parametrize("text", [
+    'R</think>\n<call name="get_weather">\n<arg name="city">Paris</arg>\n</call>',  # as rendered
+    'R</think>\n<callname="get_weather">\n<argname="city">Paris</arg>\n</call>',  # the space after each tag's name dropped
+])
+def test_the_space_between_a_tags_name_and_its_attribute_may_be_left_out(text):
+    """vLLM's MiniCPM 5 parser reads ``<functionname="f"><paramname="k">``: a detokenizer dropped the space."""
+    assert _calls(_parse("forced-open-tagged", text)) == [("get_weather", {"city": "Paris"})]
