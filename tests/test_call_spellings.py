@@ -301,3 +301,14 @@ def test_a_run_of_json_calls_cut_inside_the_arguments_keeps_their_text():
 def test_the_space_between_a_tags_name_and_its_attribute_may_be_left_out(text):
     """vLLM's MiniCPM 5 parser reads ``<functionname="f"><paramname="k">``: a detokenizer dropped the space."""
     assert _calls(_parse("forced-open-tagged", text)) == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("name, text, content", [
+    ("prefixed-indexed", "Checking. <|calls|><|/calls|>", "Checking."),  # an empty section
+    ("kv-tagged", "Checking. <call>   </call> Done.<|im_end|>", "Checking.\nDone."),  # an empty call element
+])
+def test_an_empty_call_section_is_neither_a_call_nor_text(name, text, content):
+    """vLLM's Kimi K2 and GLM 4.5 parsers return neither for ``<|tool_calls_section_begin|><|tool_calls_section_end|>``
+    or ``<tool_call>   </tool_call>``; their markers were left in content."""
+    msg = _parse(name, text)
+    assert msg.get("content") == content and not msg.get("tool_calls")
