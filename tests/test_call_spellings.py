@@ -312,3 +312,14 @@ def test_an_empty_call_section_is_neither_a_call_nor_text(name, text, content):
     or ``<tool_call>   </tool_call>``; their markers were left in content."""
     msg = _parse(name, text)
     assert msg.get("content") == content and not msg.get("tool_calls")
+
+
+@pytest.mark.parametrize("body, arguments", [
+    ('{"city": "San Francisco", "days": 3}', {"city": "San Francisco", "days": 3}),
+    ('{\n    "q": "a \\"b\\": c, d",\n    "opts": {"n": [1, {"k": null}]},\n    "on": true\n}',
+     {"q": 'a "b": c, d', "opts": {"n": [1, {"k": None}]}, "on": True}),
+])
+def test_a_json_object_as_a_typed_calls_body_is_its_arguments(body, arguments):
+    """SGLang's DeepSeek V3.2 parser reads ``<invoke name="f">{json}</invoke>`` where the format writes
+    parameter tags; before, the body was read as no argument and its text was lost."""
+    assert _typed(body) == arguments

@@ -235,7 +235,7 @@ _STR = r'"(?:[^"\\]|\\.)*"'
 VALUE_DEPTH = 8  # nesting levels of a JSON value ``_value_ends_text`` recognises behind the end of the text
 
 
-def _nested_value() -> str:
+def nested_value() -> str:
     """A JSON object or array nested at most ``VALUE_DEPTH`` deep. One bracket class for objects and arrays:
     the pattern grows linearly with the depth (a ``{`` closed by ``]`` is no JSON value either way: its
     arguments do not parse and come back as their text)."""
@@ -261,7 +261,7 @@ def value_ends_text(field: dict) -> dict:
     if (field.get("content") != "json" or not opener or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", opener)
             or (close and re.search(r"\\G|\(\?&|\\\}", close)) or not (field.get("content_args") or {}).get("allow_non_json")):
         return field
-    value = _nested_value()
+    value = nested_value()
     bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
     end = rf"\Z(?<=[}}\]])(?<=(?:{bare_opener})\s*(?:{value})\s*)"
     if close:
@@ -292,9 +292,9 @@ def closer_left_out(field: dict, list_opener: str = "") -> dict:
             or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", head) or not (field.get("content_args") or {}).get("allow_non_json")):
         return field
     if list_opener:
-        end = rf"\}}\s*\]\s*\Z(?<={esc(list_opener)}\s*{_nested_value()}\s*)"
+        end = rf"\}}\s*\]\s*\Z(?<={esc(list_opener)}\s*{nested_value()}\s*)"
     else:
-        end = rf"\}}\s*\Z(?<={head}{_nested_value()}\s*\}}\s*)"
+        end = rf"\}}\s*\Z(?<={head}{nested_value()}\s*\}}\s*)"
     field["close_pattern"] = close + "|" + end
     return field
 

@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
-from .guard import closer_left_out, never_raises, value_ends_text
+from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import _flex, esc, flex_pattern, literals, then_space
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -301,6 +301,15 @@ def _typed_by_attribute(ks: str, vs: str) -> str | None:
             + ")")
 
 
+# A key and its value in a JSON object written as a call's whole body instead of its argument tags (DeepSeek
+# DSML's ``<invoke name="f">\n{"city": "Paris", "days": 3}\n</invoke>``, which SGLang's DeepSeek V3.2 parser
+# reads): where the value parser reads JSON (``_typed_by_attribute``), each pair is one argument, typed as
+# JSON says. A key only after ``{`` or ``,`` (no pair out of prose between tags); an object or array value
+# nested at most ``VALUE_DEPTH`` deep, whole (its own keys are no arguments). Before, the body's text was lost.
+_JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|' + nested_value()
+              + r"|-?\d[\d.eE+-]*|true|false|null)")
+
+
 def _typed_value_parser(vs: str) -> dict:
     """The json value parser of ``_typed_by_attribute``; its string delimiters also come without a token
     prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
@@ -458,7 +467,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         key_re = _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)"
         typed = _typed_by_attribute(ks, vs)
         if typed:
-            field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
+            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs)}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
             kp = _flex(a.key_prefix.strip()) if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else ""
