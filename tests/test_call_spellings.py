@@ -323,3 +323,13 @@ def test_a_json_object_as_a_typed_calls_body_is_its_arguments(body, arguments):
     """SGLang's DeepSeek V3.2 parser reads ``<invoke name="f">{json}</invoke>`` where the format writes
     parameter tags; before, the body was read as no argument and its text was lost."""
     assert _typed(body) == arguments
+
+
+@pytest.mark.parametrize("name, text", [
+    ("function-in-wrapper", "<tool_call>\n<function=get current temperature>\n<parameter=location with spaces>\nParis\n</parameter>\n"
+                            "</function>\n</tool_call><|im_end|>"),
+    ("forced-open-tagged", 'R</think>\n<call name="get current temperature">\n<arg name="location with spaces">Paris</arg>\n</call>'),
+])
+def test_a_name_an_element_quotes_whole_may_hold_spaces(name, text):
+    """Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``; the call stayed in content."""
+    assert _calls(_parse(name, text)) == [("get current temperature", {"location with spaces": "Paris"})]
