@@ -333,3 +333,23 @@ def test_a_json_object_as_a_typed_calls_body_is_its_arguments(body, arguments):
 def test_a_name_an_element_quotes_whole_may_hold_spaces(name, text):
     """Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``; the call stayed in content."""
     assert _calls(_parse(name, text)) == [("get current temperature", {"location with spaces": "Paris"})]
+
+
+@pytest.mark.parametrize("text, calls", [
+    ('<|tool_call>call:glob{"pattern": "README*.md"}<tool_call|><|tool_call>call:glob{"pattern": "docs/*"}<tool_call|><turn|>',
+     [("glob", {"pattern": "README*.md"}), ("glob", {"pattern": "docs/*"})]),  # as rendered
+    ('<|tool_call>call:glob{"pattern": "README*.md"}call:glob{"pattern": "docs/*"}<tool_call|><turn|>',
+     [("glob", {"pattern": "README*.md"}), ("glob", {"pattern": "docs/*"})]),  # the second call in the first one's block
+    ('<|tool_call>call:search{"q": "x", "o": {"n": [1]}}call:configure{"s": {"on": true}}<tool_call|>',
+     [("search", {"q": "x", "o": {"n": [1]}}), ("configure", {"s": {"on": True}})]),
+])
+def test_a_later_call_inside_the_previous_calls_block_is_a_call(text, calls):
+    """mlx-lm's Gemma 4 parser reads ``<|tool_call>call:f{…}call:g{…}<tool_call|>``; the second call was read into
+    the first one's arguments."""
+    assert _calls(_parse("call-word-block", text)) == calls
+
+
+def test_the_call_word_after_a_brace_in_prose_opens_no_call():
+    """Only inside an open block: ``}call:x{`` in plain text stays text."""
+    msg = _parse("call-word-block", 'Use {a}call:x{b} here.<turn|>')
+    assert not msg.get("tool_calls") and msg["content"] == "Use {a}call:x{b} here."

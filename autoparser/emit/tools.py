@@ -394,6 +394,26 @@ def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
     return ks_re[: -len(r"\n?")] + rf"(?:{cdata}\n{value}\n{bare_end}|{value}{bare_end})"
 
 
+def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
+    r"""A later call written inside the previous call's block, with the header's word alone right after that
+    call's JSON arguments: Gemma 4's ``<|tool_call>call:f{…}call:g{…}<tool_call|>`` where the template opens
+    a block per call (mlx-lm's Gemma 4 parser reads both calls). (an open alternative, a close alternative)
+    where the per-call opener is a marker then a word (``call:``) and a marker closes the call; the call
+    closes, zero-width, after a ``}`` that the word and a name with ``{`` follow, and the next opens on the
+    word there, only inside an open block (a lookbehind to the block's marker, run last). Before, the second
+    call was read into the first one's arguments, which came back as text."""
+    opener, ce = t.call_start.strip(), t.call_end.strip()
+    m = MARKER.match(opener)
+    word = opener[m.end():] if m else ""
+    if (t.arguments.kind != "json" or t.section_start.strip() or t.call_separator.strip() or not ce or not markers(ce)
+            or not re.fullmatch(r"[A-Za-z_][\w.\-]*:", word) or not header.startswith(esc(opener))):
+        return None
+    rest = header[len(esc(m.group(0))):]  # the word, the name and what follows it
+    name = re.sub(r"\(\?P<\w+>", "(?:", rest)
+    inside = rf"(?<={esc(m.group(0))}(?:(?!{esc(ce)})[\s\S])*?\}}{esc(word)})"
+    return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -439,6 +459,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
+    again = _call_again_in_block(t, header)
+    if again and "close_pattern" in field:
+        field["open_pattern"] += "|" + again[0]
+        field["close_pattern"] += "|" + again[1]
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
     if self_closing:
