@@ -425,10 +425,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     # A namespace glued to the name with a dot (Kimi's ``functions.f:0``) may be left out: models write
     # ``f:0`` too (vLLM's Kimi K2 parser reads it); the name is what follows the dot when there is one.
     header = re.sub(r"(?<![\w\\])([A-Za-z_]\w*)\\\.\(\?P<name>", r"(?:\1\\.)?(?P<name>", header, count=1)
-    # A name an element's tag or attribute quotes whole (``<function=NAME>``, ``name="NAME"``) may be words
-    # with single spaces between (Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``);
+    # A name an element's tag or attribute gives whole after ``=`` (``<function=NAME>``, ``name="NAME"``) may be
+    # words with single spaces between (Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``);
     # elsewhere (``<tool_call>NAME\n``) a space ends the name.
-    header = re.sub(r"\(\?P<name>\[\\w\.\\-/\]\+\)(?=[\">])", r"(?P<name>[\\w.\\-/]+(?: [\\w.\\-/]+)*)", header, count=1)
+    header = re.sub(r"(?<==\"?)\(\?P<name>\[\\w\.\\-/\]\+\)(?=[\">])", r"(?P<name>[\\w.\\-/]+(?: [\\w.\\-/]+)*)", header, count=1)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header) if not section else (header, None)
     if section and not _tag_like(opener):
