@@ -382,7 +382,7 @@ def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
 
     A value whose end tag the model left out ends where the next argument's tag begins (``kp``, the key's
     opening tag: ``<parameter=city>\nDallas\n<parameter=state>``; vLLM's Qwen3-Coder and Step 3.5 parsers
-    read it so), not only where the call's text ends; a value that writes the tag itself is cut there."""
+    read it so), not only where the call's text ends; a value that writes a whole key tag itself is cut there."""
     nxt = rf"|\n?(?={kp})" if kp else ""
     end = r"(?:" + vs_re + nxt + r"|\s*\Z)"
     value = r"(?P<value>.*?)"
@@ -498,7 +498,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs)}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
-            kp = _flex(a.key_prefix.strip()) if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else ""
+            # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
+            kp = (_flex(a.key_prefix.strip()) + r"[^<>\"\n=]+?" + _flex(ks.rstrip("\n"))
+                  if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else "")
             field["content_args"] = {"tag_pattern": key_re + _tagged_value(ks, vs, ks_re, vs_re, kp)}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
