@@ -251,3 +251,105 @@ def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
     msg = _parse("pythonic-bare", text)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})]
     assert msg.get("content") == content
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("Paris", "Paris"),  # as rendered: no newline inside the value's tags
+    ("\nParis\n", "Paris"),  # a newline on each side: the separator models add (Seed-OSS)
+    ("  x = 1\n", "  x = 1\n"),  # the value's own trailing newline (code), kept
+    ("\n    def f():\n        return 1\n\n", "    def f():\n        return 1\n"),  # a pair around code ending with one
+    ("<![CDATA[a < b]]>\n", "a < b"),
+])
+def test_a_newline_inside_value_tags_the_template_leaves_out_is_a_separator_only_in_pairs(value, expected):
+    """Where the template writes no newline inside a value's tags, a newline on one side only is the value's
+    own (vLLM's Poolside parser keeps ``  x = 1\\n``); one on each side is the separator models add."""
+    text = f"<call>write_file\n<k>content</k><v>{value}</v>\n</call><|im_end|>"
+    assert _calls(_parse("kv-tagged", text)) == [("write_file", {"content": expected})]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("function-in-wrapper", "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nDallas\n<parameter=state>\nTX\n"
+                            "</parameter>\n</function>\n</tool_call><|im_end|>"),
+    ("kv-tagged", "<call>get_weather\n<k>city</k><v>Dallas\n<k>state</k><v>TX</v>\n</call><|im_end|>"),
+])
+def test_a_value_whose_end_tag_is_left_out_ends_at_the_next_argument(name, text):
+    """vLLM's Qwen3-Coder and Step 3.5 parsers read a value with no end tag up to the next argument's tag."""
+    assert _calls(_parse(name, text)) == [("get_weather", {"city": "Dallas", "state": "TX"})]
+
+
+@pytest.mark.parametrize("text", [
+    '<calls>\n{"name": "f", "arguments": {"a": {"b": [1, {"c": 2}]}}}\n{"name": "g", "arguments": {}}\n</calls><|im_end|>',  # as rendered
+    '<calls>\n{"name": "f", "arguments": {"a": {"b": [1, {"c": 2}]}}}\n{"name": "g", "arguments": {}}',  # the closer left out
+    '<calls>\n{"name": "f", "arguments": {"a": {"b": [1, {"c": 2}]}}}\n{"name": "g", "arguments": {}}\n',
+])
+def test_a_run_of_json_calls_whose_closer_is_left_out_ends_with_the_text(text):
+    """vLLM's MiniMax-M1 parser reads calls whose ``</tool_calls>`` never came; the last call's ``}`` was read
+    into its arguments, which came back as text."""
+    assert _calls(_parse("json-run-closed", text)) == [("f", {"a": {"b": [1, {"c": 2}]}}), ("g", {})]
+
+
+def test_a_run_of_json_calls_cut_inside_the_arguments_keeps_their_text():
+    """A value still arriving is no complete call: nothing closes at a stream's edge inside the arguments."""
+    msg = _parse("json-run-closed", '<calls>\n{"name": "f", "arguments": {"a": {"b": 1}')
+    assert _calls(msg) == [("f", '{"a": {"b": 1}')]
+
+
+@pytest.mark.parametrize("text", [
+    'R</think>\n<call name="get_weather">\n<arg name="city">Paris</arg>\n</call>',  # as rendered
+    'R</think>\n<callname="get_weather">\n<argname="city">Paris</arg>\n</call>',  # the space after each tag's name dropped
+])
+def test_the_space_between_a_tags_name_and_its_attribute_may_be_left_out(text):
+    """vLLM's MiniCPM 5 parser reads ``<functionname="f"><paramname="k">``: a detokenizer dropped the space."""
+    assert _calls(_parse("forced-open-tagged", text)) == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("name, text, content", [
+    ("prefixed-indexed", "Checking. <|calls|><|/calls|>", "Checking."),  # an empty section
+    ("kv-tagged", "Checking. <call>   </call> Done.<|im_end|>", "Checking.\nDone."),  # an empty call element
+])
+def test_an_empty_call_section_is_neither_a_call_nor_text(name, text, content):
+    """vLLM's Kimi K2 and GLM 4.5 parsers return neither for ``<|tool_calls_section_begin|><|tool_calls_section_end|>``
+    or ``<tool_call>   </tool_call>``; their markers were left in content."""
+    msg = _parse(name, text)
+    assert msg.get("content") == content and not msg.get("tool_calls")
+
+
+@pytest.mark.parametrize("body, arguments", [
+    ('{"city": "San Francisco", "days": 3}', {"city": "San Francisco", "days": 3}),
+    ('{\n    "q": "a \\"b\\": c, d",\n    "opts": {"n": [1, {"k": null}]},\n    "on": true\n}',
+     {"q": 'a "b": c, d', "opts": {"n": [1, {"k": None}]}, "on": True}),
+])
+def test_a_json_object_as_a_typed_calls_body_is_its_arguments(body, arguments):
+    """SGLang's DeepSeek V3.2 parser reads ``<invoke name="f">{json}</invoke>`` where the format writes
+    parameter tags; before, the body was read as no argument and its text was lost."""
+    assert _typed(body) == arguments
+
+
+@pytest.mark.parametrize("name, text", [
+    ("function-in-wrapper", "<tool_call>\n<function=get current temperature>\n<parameter=location with spaces>\nParis\n</parameter>\n"
+                            "</function>\n</tool_call><|im_end|>"),
+    ("forced-open-tagged", 'R</think>\n<call name="get current temperature">\n<arg name="location with spaces">Paris</arg>\n</call>'),
+])
+def test_a_name_an_element_quotes_whole_may_hold_spaces(name, text):
+    """Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``; the call stayed in content."""
+    assert _calls(_parse(name, text)) == [("get current temperature", {"location with spaces": "Paris"})]
+
+
+@pytest.mark.parametrize("text, calls", [
+    ('<|tool_call>call:glob{"pattern": "README*.md"}<tool_call|><|tool_call>call:glob{"pattern": "docs/*"}<tool_call|><turn|>',
+     [("glob", {"pattern": "README*.md"}), ("glob", {"pattern": "docs/*"})]),  # as rendered
+    ('<|tool_call>call:glob{"pattern": "README*.md"}call:glob{"pattern": "docs/*"}<tool_call|><turn|>',
+     [("glob", {"pattern": "README*.md"}), ("glob", {"pattern": "docs/*"})]),  # the second call in the first one's block
+    ('<|tool_call>call:search{"q": "x", "o": {"n": [1]}}call:configure{"s": {"on": true}}<tool_call|>',
+     [("search", {"q": "x", "o": {"n": [1]}}), ("configure", {"s": {"on": True}})]),
+])
+def test_a_later_call_inside_the_previous_calls_block_is_a_call(text, calls):
+    """mlx-lm's Gemma 4 parser reads ``<|tool_call>call:f{…}call:g{…}<tool_call|>``; the second call was read into
+    the first one's arguments."""
+    assert _calls(_parse("call-word-block", text)) == calls
+
+
+def test_the_call_word_after_a_brace_in_prose_opens_no_call():
+    """Only inside an open block: ``}call:x{`` in plain text stays text."""
+    msg = _parse("call-word-block", 'Use {a}call:x{b} here.<turn|>')
+    assert not msg.get("tool_calls") and msg["content"] == "Use {a}call:x{b} here."

@@ -235,6 +235,16 @@ _STR = r'"(?:[^"\\]|\\.)*"'
 VALUE_DEPTH = 8  # nesting levels of a JSON value ``_value_ends_text`` recognises behind the end of the text
 
 
+def nested_value() -> str:
+    """A JSON object or array nested at most ``VALUE_DEPTH`` deep. One bracket class for objects and arrays:
+    the pattern grows linearly with the depth (a ``{`` closed by ``]`` is no JSON value either way: its
+    arguments do not parse and come back as their text)."""
+    value = rf"[{{\[](?:[^{{}}\[\]\"]|{_STR})*[}}\]]"
+    for _ in range(VALUE_DEPTH - 1):
+        value = rf"[{{\[](?:[^{{}}\[\]\"]|{_STR}|{value})*[}}\]]"
+    return value
+
+
 def value_ends_text(field: dict) -> dict:
     r"""Arguments read whole after a call with no close marker of its own, which ends at the next call or the
     turn's end marker the engines strip (``[TOOL_CALLS]f[ARGS]{…}</s>``):
@@ -251,17 +261,41 @@ def value_ends_text(field: dict) -> dict:
     if (field.get("content") != "json" or not opener or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", opener)
             or (close and re.search(r"\\G|\(\?&|\\\}", close)) or not (field.get("content_args") or {}).get("allow_non_json")):
         return field
-    # One bracket class for objects and arrays: the pattern grows linearly with the depth (a ``{`` closed by
-    # ``]`` is no JSON value either way: its arguments do not parse and come back as their text).
-    value = rf"[{{\[](?:[^{{}}\[\]\"]|{_STR})*[}}\]]"
-    for _ in range(VALUE_DEPTH - 1):
-        value = rf"[{{\[](?:[^{{}}\[\]\"]|{_STR}|{value})*[}}\]]"
+    value = nested_value()
     bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
     end = rf"\Z(?<=[}}\]])(?<=(?:{bare_opener})\s*(?:{value})\s*)"
     if close:
         field["close_pattern"] = close + "|" + end
     elif "close" in field:
         field["close_pattern"] = "|".join(literals([field.pop("close")] if isinstance(field["close"], str) else field.pop("close"))) + "|" + end
+    return field
+
+
+def closer_left_out(field: dict, list_opener: str = "") -> dict:
+    r"""JSON calls after one opener that a closer ends once (``<tool_calls>\n{…}\n{…}\n</tool_calls>``,
+    ``<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>``), whose closer the model left out at the end of the
+    text (vLLM's MiniMax-M1 and Apertus parsers read such calls): the last call also closes at its object's
+    ``}`` (and the list's ``]``) where the text ends, when the calls are complete JSON (``\Z``, then a
+    lookbehind, as ``value_ends_text``). Before, the region ran to the end and the arguments came back as
+    their text with the call's ``}`` and ``]``.
+
+    What the lookbehind reads back over: a run of call objects (MiniMax-M1), the call's own head and
+    arguments (``{"name": "f", "arguments": {…}}``: one call, not the whole run, which would be re-read at
+    every delta that ends with ``}``); a list of calls (``list_opener``, Apertus), the whole list from its
+    opener, and only where the text ends with ``}]``: a name-keyed call's head (``{"f": ``) is any object's
+    too, so an object nested in the arguments could pass for a call where a stream's edge falls after it.
+    A value still arriving is never complete JSON there, so transformers (which holds a match at ``\Z``
+    until more text or the end comes) and a server that commits it at a delta's edge read the same."""
+    close, open_pattern = field.get("close_pattern"), field.get("open_pattern") or ""
+    head = re.sub(r"\(\?P<\w+>", "(?:", open_pattern[open_pattern.find(r"\{"):]) if r"\{" in open_pattern else ""
+    if (field.get("content") != "json" or not close or not close.startswith(r"\}") or not head
+            or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", head) or not (field.get("content_args") or {}).get("allow_non_json")):
+        return field
+    if list_opener:
+        end = rf"\}}\s*\]\s*\Z(?<={esc(list_opener)}\s*{nested_value()}\s*)"
+    else:
+        end = rf"\}}\s*\Z(?<={head}{nested_value()}\s*\}}\s*)"
+    field["close_pattern"] = close + "|" + end
     return field
 
 

@@ -59,8 +59,13 @@ def _flex(literal: str) -> str:
             j = i
             while i < n and literal[i].isspace():
                 i += 1
-            # Between two words (``<call name=``) whitespace stays required.
-            out.append(r"\s+" if j and i < n and literal[j - 1].isalnum() and literal[i].isalnum() else r"\s*")
+            # Between two words (``<call name=``) whitespace stays required, except between a tag's name and
+            # its first attribute: ``<function name="f">`` arrives as ``<functionname="f">`` from detokenizers
+            # that drop the space after a tag token (vLLM's MiniCPM 5 parser reads it), and nothing else
+            # could be meant there.
+            words = j and i < n and literal[j - 1].isalnum() and literal[i].isalnum()
+            tag_attr = words and re.search(r"<[^\s<>=\"']+\Z", literal[:j]) and re.match(r"[\w:.-]+=", literal[i:])
+            out.append(r"\s+" if words and not tag_attr else r"\s*")
             continue
         if i and not literal[i - 1].isspace() and ((i in ends and literal[i] in "<[") or (i in starts and literal[i - 1] in ">]")):
             out.append(r"\s*")

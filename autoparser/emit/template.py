@@ -27,7 +27,7 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
 from .markers import esc, literals, prefix_safe, then_space
-from .tools import dropped_section, one, token_after_list
+from .tools import dropped_section, empty_call_section, one, token_after_list
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -410,6 +410,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
             # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
+        empty = empty_call_section(t) if "tool_calls" in fields else None
+        if empty:  # an empty call section or element: no call, no text
+            extra.append(empty)
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]

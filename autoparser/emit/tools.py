@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
-from .guard import never_raises, value_ends_text
+from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import _flex, esc, flex_pattern, literals, then_space
 
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
@@ -301,6 +301,15 @@ def _typed_by_attribute(ks: str, vs: str) -> str | None:
             + ")")
 
 
+# A key and its value in a JSON object written as a call's whole body instead of its argument tags (DeepSeek
+# DSML's ``<invoke name="f">\n{"city": "Paris", "days": 3}\n</invoke>``, which SGLang's DeepSeek V3.2 parser
+# reads): where the value parser reads JSON (``_typed_by_attribute``), each pair is one argument, typed as
+# JSON says. A key only after ``{`` or ``,`` (no pair out of prose between tags); an object or array value
+# nested at most ``VALUE_DEPTH`` deep, whole (its own keys are no arguments). Before, the body's text was lost.
+_JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|' + nested_value()
+              + r"|-?\d[\d.eE+-]*|true|false|null)")
+
+
 def _typed_value_parser(vs: str) -> dict:
     """The json value parser of ``_typed_by_attribute``; its string delimiters also come without a token
     prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
@@ -363,6 +372,48 @@ def _cdata(vs: str, value: str) -> str:
     return r"(?:<!\[CDATA\[(?P<value>.*?)\]\]>(?=\n?" + _flex(vs.strip()) + r"|\s*\Z)|" + value + ")"
 
 
+def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
+    r"""The key suffix, value and value close of a tagged argument. Where the template writes a newline inside
+    the value's tags (``<parameter=k>\nv\n</parameter>``), that newline is the format's separator: each side
+    is optional (``ks_re``/``vs_re`` end and start with ``\n?``). Where it writes none
+    (``<arg_value>v</arg_value>``), models still add one on each side (Seed-OSS), but a newline on one side
+    only is the value's own (code ending with a newline: ``<arg_value>  x = 1\n</arg_value>``, which
+    vLLM's Poolside parser keeps): a newline is taken as the separator only in a pair around the value.
+
+    A value whose end tag the model left out ends where the next argument's tag begins (``kp``, the key's
+    opening tag: ``<parameter=city>\nDallas\n<parameter=state>``; vLLM's Qwen3-Coder and Step 3.5 parsers
+    read it so), not only where the call's text ends; a value that writes a whole key tag itself is cut there."""
+    nxt = rf"|\n?(?={kp})" if kp else ""
+    end = r"(?:" + vs_re + nxt + r"|\s*\Z)"
+    value = r"(?P<value>.*?)"
+    if ks.endswith("\n") or vs.startswith("\n") or not (ks_re.endswith(r"\n?") and vs_re.startswith(r"\n?")):
+        return ks_re + _cdata(vs, value) + end
+    bare_end = r"(?:" + vs_re[len(r"\n?"):] + nxt + r"|\s*\Z)"
+    # a CDATA section (``_cdata``) first, with a newline on either side
+    cdata = r"\n?<!\[CDATA\[(?P<value>.*?)\]\]>\n?" + bare_end + "|" if vs.strip().startswith("</") else ""
+    return ks_re[: -len(r"\n?")] + rf"(?:{cdata}\n{value}\n{bare_end}|{value}{bare_end})"
+
+
+def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
+    r"""A later call written inside the previous call's block, with the header's word alone right after that
+    call's JSON arguments: Gemma 4's ``<|tool_call>call:f{…}call:g{…}<tool_call|>`` where the template opens
+    a block per call (mlx-lm's Gemma 4 parser reads both calls). (an open alternative, a close alternative)
+    where the per-call opener is a marker then a word (``call:``) and a marker closes the call; the call
+    closes, zero-width, after a ``}`` that the word and a name with ``{`` follow, and the next opens on the
+    word there, only inside an open block (a lookbehind to the block's marker, run last). Before, the second
+    call was read into the first one's arguments, which came back as text."""
+    opener, ce = t.call_start.strip(), t.call_end.strip()
+    m = MARKER.match(opener)
+    word = opener[m.end():] if m else ""
+    if (t.arguments.kind != "json" or t.section_start.strip() or t.call_separator.strip() or not ce or not markers(ce)
+            or not re.fullmatch(r"[A-Za-z_][\w.\-]*:", word) or not header.startswith(esc(opener))):
+        return None
+    rest = header[len(esc(m.group(0))):]  # the word, the name and what follows it
+    name = re.sub(r"\(\?P<\w+>", "(?:", rest)
+    inside = rf"(?<={esc(m.group(0))}(?:(?!{esc(ce)})[\s\S])*?\}}{esc(word)})"
+    return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -374,6 +425,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     # A namespace glued to the name with a dot (Kimi's ``functions.f:0``) may be left out: models write
     # ``f:0`` too (vLLM's Kimi K2 parser reads it); the name is what follows the dot when there is one.
     header = re.sub(r"(?<![\w\\])([A-Za-z_]\w*)\\\.\(\?P<name>", r"(?:\1\\.)?(?P<name>", header, count=1)
+    # A name an element's tag or attribute gives whole after ``=`` (``<function=NAME>``, ``name="NAME"``) may be
+    # words with single spaces between (Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``);
+    # elsewhere (``<tool_call>NAME\n``) a space ends the name.
+    header = re.sub(r"(?<==\"?)\(\?P<name>\[\\w\.\\-/\]\+\)(?=[\">])", r"(?P<name>[\\w.\\-/]+(?: [\\w.\\-/]+)*)", header, count=1)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
     header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header) if not section else (header, None)
     if section and not _tag_like(opener):
@@ -404,6 +459,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
+    again = _call_again_in_block(t, header)
+    if again and "close_pattern" in field:
+        field["open_pattern"] += "|" + again[0]
+        field["close_pattern"] += "|" + again[1]
     if "close_pattern" in field:
         field["close_pattern"] = space_before_tokens(field["close_pattern"])
     if self_closing:
@@ -436,10 +495,13 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         key_re = _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)"
         typed = _typed_by_attribute(ks, vs)
         if typed:
-            field["content_args"] = {"tag_pattern": key_re + typed, "value_parser": _typed_value_parser(vs)}
+            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs)}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
-            field["content_args"] = {"tag_pattern": key_re + ks_re + _cdata(vs, r"(?P<value>.*?)") + r"(?:" + vs_re + r"|\s*\Z)"}
+            # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
+            kp = (_flex(a.key_prefix.strip()) + r"[^<>\"\n=]+?" + _flex(ks.rstrip("\n"))
+                  if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else "")
+            field["content_args"] = {"tag_pattern": key_re + _tagged_value(ks, vs, ks_re, vs_re, kp)}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
@@ -566,6 +628,19 @@ def token_after_list(t: Tools) -> str | None:
     return rf"(?:{_SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{_SPECIAL_TOKEN}))"
 
 
+def empty_call_section(t: Tools) -> tuple[str, str] | None:
+    r"""An empty call section or call element (``<|tool_calls_section_begin|><|tool_calls_section_end|>``,
+    ``<tool_call>   </tool_call>``) holds neither a call nor text: (its first marker, a pattern for it) for
+    the implicit content's close to consume, as it consumes a section's end, instead of leaving its markers
+    in content (vLLM's Kimi K2 and GLM 4.5 parsers return neither). Both markers whole (a call opener that
+    goes on into the name, ``<|tool_call_begin|>functions.``, is no element)."""
+    for o, c in ((t.section_start, t.section_end), (t.call_start, t.call_end)):
+        o, c = o.strip(), c.strip()
+        if o and c and MARKER.fullmatch(o) and MARKER.fullmatch(c):
+            return o, esc(o) + r"\s*" + esc(c)
+    return None
+
+
 def dropped_section(t: Tools) -> str | None:
     """For calls no field can read (``Tools.family == "nameless"``): a pattern for their whole section,
     which the content's close consumes so the calls neither spill into content nor overwrite it."""
@@ -633,4 +708,8 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         field, w = _tagged(t, ends, others)
     field = never_raises(field)
     # A call with no close marker of its own ends at the next call or at the turn's end, which engines strip.
-    return (value_ends_text(field) if not t.call_end.strip() and not t.section_end.strip() else field), warnings + w
+    if not t.call_end.strip() and not t.section_end.strip():
+        field = value_ends_text(field)
+    elif t.format == "JSON_NATIVE" and (t.shared_start or t.array_wrapped) and markers(t.call_start.strip()) and markers(t.call_end.strip()):
+        field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "")
+    return field, warnings + w
