@@ -137,10 +137,11 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     ``<|channel>thought\nPlan.``: ``Plan.``, not the channel's name), and on the token written twice."""
     if token:
         word = r.start[len(token):]
-        return rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
-    opener = esc(r.start)
+        opener = rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
+    else:
+        opener = esc(r.start)
     if r.lone_close and r.end:
-        stop = "|".join(literals([r.start, *ends]))
+        stop = "|".join(literals([token or r.start, *ends]))
         opener += rf"|\A(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
     return opener
 
@@ -316,8 +317,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if r.mode != "NONE":
         if r.start:
             # The token alone opens reasoning unless the content wrapper starts with it too (``<|channel>answer``).
-            alone = token[0] if token and not r.lone_close and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
-            f = {"open_pattern": reasoning_open(r, alone, ends)}
+            alone = token[0] if token and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
+            # A lone close is looked for only before the turn's end, a call's opener or the content wrapper:
+            # text after those is no reasoning left without its opener, so the look stops there.
+            stops = ends + openers + ([c.start.strip()] if c.mode == "ALWAYS_WRAPPED" and c.start.strip() and not c.numbered else [])
+            f = {"open_pattern": reasoning_open(r, alone, stops)}
             if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
                 # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
@@ -355,14 +359,19 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     at_start = [r.end] if r.mode != "NONE" and r.end and r.start and r.end not in followers else []
     # A model may repeat the generation prompt's last token (Command R+'s <|CHATBOT_TOKEN|>).
     followers += [m for m in anchor_tokens(a) if m not in followers]
+    w_open, w_close = (c.wrapper + ("", ""))[:2]  # another wrapper models write (a workaround's), each optional
     if c.mode == "ALWAYS_WRAPPED":
         # An explicit field: no region is implicit, so whitespace between regions opens nothing.
         f = {"open_pattern": re.sub(r"\d+", lambda _: r"\d+", esc(c.start))} if c.numbered else {"open": c.start}
+        if w_open:
+            f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + esc(w_open)}
         # A reply that leaves the wrapper out (bare text) would be outside every field, and lost: at the
         # reply's start, text whose first character begins none of the markers that may come there opens
         # content. One character decides, so a stream never opens it on the first half of a marker.
         # A numbered wrapper (``[4] ``) is any number: its first character alone decides, as it always did.
-        starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
+        # The wrapper's own markers written alone (a stray ``</answer>`` after calls) are no text either.
+        starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends,
+                  c.end, w_open, w_close]
         if any(m and m.strip() for m in starts):
             cls = r"(?=\s*+" + parts_from(starts) + ")"
             bare = r"\A" + cls
@@ -370,24 +379,26 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # after ``<|END_ACTION|>`` with no ``<|START_RESPONSE|>``), or after a stray close of the content
             # or reasoning, would be outside every field. Only right after such a close (a lookbehind), where
             # one character decides.
-            closes = [c.end, *ends, r.end if r.mode != "NONE" else ""]
+            closes = [c.end, w_close, *ends, r.end if r.mode != "NONE" else ""]
             closes += [t.section_end, t.call_end] if "tool_calls" in fields else []
             closes = [x.strip() for x in closes if x.strip()]
             if closes:
                 bare += rf"|(?<=(?:{'|'.join(literals(closes))})\s*){cls}"
             f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + bare}
-        close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
+        close = list(dict.fromkeys(([c.end] if c.end else []) + ([w_close] if w_close else []) + ends))
         # Content written before calls (bare, when the template wraps only a reply without calls: Hunyuan's
-        # ``助手：``) ends where a call's marker opens, left to the call (zero-width).
+        # ``助手：``) ends where a call's marker opens, left to the call (zero-width); likewise where the other
+        # wrapper opens, which then opens content again (``Hi <answer>x``: ``Hi`` and ``x``, no marker).
         opener = (t.section_start or t.call_start).strip() if t.format != "NONE" and not t.headed.kind else ""
-        if close and opener and markers(opener) and opener not in close:
-            f["close_pattern"] = "|".join([prefix_safe(close), f"(?={esc(opener)})"])
+        ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
+        if close and ahead:
+            f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])
         elif close:
             f["close"] = one(close)
         f["content"] = "text"
         fields["content"] = f
     else:
-        cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
+        cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers + [w_open, w_close] if m.strip()]
         cores = [m for m in cores if m not in at_start or m in ends]
         # The reasoning's close is consumed at the reply's start: after whitespace, repeated anchor tokens
         # and closes, and after the reasoning block only when the model started the turn again (the anchor's
