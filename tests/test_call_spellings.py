@@ -242,7 +242,7 @@ def test_a_template_writing_cdata_values_round_trips_them():
     ('<|python_start|>[get_weather(city="Paris")]<|python_end|>', None),
     ("<|python_start|>[get_weather(city=\"Paris\")]", None),
     ("[get_weather(city=\"Paris\")]<|python_end|>", None),
-    ("Let me check. <|python_start|>[get_weather(city=\"Paris\")]<|python_end|> Done.", "Let me check.\nDone."),
+    ("Let me check. <|python_start|>[get_weather(city=\"Paris\")]<|python_end|> Done.", "Let me check.\n\nDone."),
 ])
 def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
     """A pythonic call list with no marker of its own wrapped in special tokens the template never writes

@@ -112,7 +112,7 @@ def test_a_wrappers_stray_close_is_no_text(text, content):
     ("<answer>\nParis is sunny.\n</answer><|stop|>", "Paris is sunny."),
     ("<answer>\nParis is sunny.", "Paris is sunny."),  # the close left out
     ("Paris is sunny.\n</answer>", "Paris is sunny."),  # the open left out
-    ("Well. <answer>Sunny.</answer><|stop|>", "Well.\nSunny."),  # text before it is kept
+    ("Well. <answer>Sunny.</answer><|stop|>", "Well.\n\nSunny."),  # text before it is kept
     ("助手：Wrapped.<|stop|>", "Wrapped."),  # the template's own wrapper, as before
     ('<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls>\n</answer>', None),
     ("<b>Sunny</b> in Paris.", "<b>Sunny</b> in Paris."),  # another tag is text

@@ -46,9 +46,9 @@ def test_text_before_and_after_calls_is_kept(text):
 
 
 @pytest.mark.parametrize("text, thinking, content", [
-    ("<think>step 1</think>partial answer<think>step 2</think>final answer<|im_end|>", "step 1\nstep 2", "partial answer\nfinal answer"),
-    ("answer<think>R</think>more", "R", "answer\nmore"),
-    ("<think>a</think>x<think>b</think>y<think>c</think>z", "a\nb\nc", "x\ny\nz"),
+    ("<think>step 1</think>partial answer<think>step 2</think>final answer<|im_end|>", "step 1\n\nstep 2", "partial answer\n\nfinal answer"),
+    ("answer<think>R</think>more", "R", "answer\n\nmore"),
+    ("<think>a</think>x<think>b</think>y<think>c</think>z", "a\n\nb\n\nc", "x\n\ny\n\nz"),
 ])
 def test_interleaved_reasoning_blocks_keep_every_region(text, thinking, content):
     """Several reasoning blocks between content (interleaved thinking): every block is reasoning and every
@@ -90,7 +90,7 @@ def test_the_served_form_loses_what_the_library_form_keeps_in_transformers():
     spec, prompt, _ = inferred("chatml-think")
     text = f"Sure, let me check.\n{CALL}\nDone."
     assert parse_response(text, served(spec), prefix=prompt)["content"] == "Done."
-    assert parse_response(text, spec, prefix=prompt)["content"] == "Sure, let me check.\nDone."
+    assert parse_response(text, spec, prefix=prompt)["content"] == "Sure, let me check.\n\nDone."
 
 
 def test_infer_serve_prints_the_served_form(capsys):
@@ -102,7 +102,7 @@ def test_infer_serve_prints_the_served_form(capsys):
     assert "join" not in spec["fields"]["content"] and "join" not in spec["fields"]["thinking"]
     assert "served form" in err
     assert main(["infer", str(MODELS / "chatml-think.jinja")]) == 0
-    assert json.loads(capsys.readouterr().out)["fields"]["content"]["join"] == "\n"
+    assert json.loads(capsys.readouterr().out)["fields"]["content"]["join"] == "\n\n"
 
 
 def test_text_that_vanishes_is_never_a_full_verdict():
@@ -145,7 +145,7 @@ def test_pythonic_runs_lose_text_after_calls_and_say_so():
     ("<|channel>thought\nPlan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # as the template writes it
     ("<|channel>Plan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # the token alone (Gemma 4's own parsers)
     ("<|channel>thousand reasons<channel|>Done", "thousand reasons", "Done"),  # a word that only starts like the name
-    ("<|channel>first<channel|><|channel>second<channel|>Final.", "first\nsecond", "Final."),
+    ("<|channel>first<channel|><|channel>second<channel|>Final.", "first\n\nsecond", "Final."),
     ("<|channel>just thinking", "just thinking", None),
 ])
 def test_an_opener_token_alone_opens_reasoning_without_its_word(text, thinking, content):

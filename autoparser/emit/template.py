@@ -260,7 +260,7 @@ def parts_from(marks) -> str:
     return "(?:" + "|".join(alts) + ")"
 
 
-JOIN = "\n"  # between two regions of one text field: the text before a call and the text after it
+JOIN = "\n\n"  # between two regions of one text field: the text before a call and the text after it
 
 
 def text_fields(template: dict) -> list[str]:
