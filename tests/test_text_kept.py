@@ -157,9 +157,25 @@ def test_an_opener_token_alone_opens_reasoning_without_its_word(text, thinking, 
         assert msg.get("content") == content
 
 
+@pytest.mark.parametrize("text", [
+    '<think>I need the weather.\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>',
+    '<think>I need the weather.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>',
+])
+def test_calls_that_end_the_reply_end_the_reasoning_left_open(text):
+    """Reasoning never closed before the reply's calls (vLLM's Qwen3 and Ollama's parsers end it at the call):
+    where from a call's opener to the turn's end there are only whole calls, the opener ends the reasoning.
+    Before, the calls were reasoning text."""
+    spec, prompt, _ = inferred("chatml-think")
+    for msg in both(spec, text, prompt):
+        assert msg["thinking"] == "I need the weather."
+        assert [c["function"]["arguments"]["city"] for c in msg["tool_calls"]] == ["Paris", "Rome"][:text.count("<tool_call>")]
+        assert not msg.get("content")
+
+
 def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
-    """Reasoning that spells a call (quoting the format, or going on to a call without closing) stays
-    reasoning: no call is made up from it, and no word is lost (docs/FORMATS.md §7b)."""
+    """Reasoning that spells a call and goes on (quoting the format) stays reasoning: no call is made up from
+    it, and no word is lost (docs/FORMATS.md §7b)."""
     spec, prompt, _ = inferred("chatml-think")
     text = '<think>The format is <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>. Then wait.</think>Done.'
     for msg in both(spec, text, prompt):

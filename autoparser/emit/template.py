@@ -146,6 +146,30 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     return opener
 
 
+CALLS_AFTER_REASONING_WINDOW = 2048  # how far past a call's opener inside reasoning the calls must end the reply
+
+
+def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str:
+    r"""Reasoning left open before the reply's calls: ``<think>I need the file.
+<tool_call>…</tool_call>`` and
+    the turn's end, no ``</think>`` (vLLM's Qwen3 and Ollama's parsers end reasoning at the call). A call's
+    opener ends the reasoning, zero-width, where from there the reply is whole calls to its end: the calls'
+    closing marker, then only whitespace before the turn's end or the text's end, within
+    ``CALLS_AFTER_REASONING_WINDOW`` characters and with no reasoning end between. Reasoning that quotes the
+    format and goes on (Seed-OSS spelling ``<seed:tool_call>…</seed:tool_call>. Wait, …``), or a call that is
+    never closed (``<tool_call>first tool<tool_call>…``), stays reasoning: no call is made up from it. The look
+    starts only at an opener, so a stream is held back by the window at most, and only there."""
+    t = a.tools
+    if t.format == "NONE" or t.headed.kind or not openers:
+        return ""
+    closer = markers((t.section_end or t.call_end).strip())
+    if not closer or not (t.section_end or t.call_end).strip().endswith(closer[-1]):
+        return ""
+    stop = "|".join(literals([a.reasoning.end]))
+    tail = "|".join([*literals(ends), r"\Z"])
+    return "".join(rf"|(?={esc(o)}(?:(?!{stop})[\s\S]){{0,{CALLS_AFTER_REASONING_WINDOW}}}?{esc(closer[-1])}\s*(?:{tail}))" for o in openers)
+
+
 def delimited_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> dict:
     r"""Reasoning marked only by its end (``R<|/thought|>C``): what precedes the end is reasoning where the end
     comes within ``LONE_CLOSE_WINDOW`` characters of the reply's start (before a call or the turn's end), or
@@ -329,7 +353,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
-                f["close_pattern"] = then_space(esc(r.end))
+                f["close_pattern"] = then_space(esc(r.end)) + calls_end_reasoning(a, ends, openers)
             if r.end:
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
