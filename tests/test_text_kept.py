@@ -173,6 +173,18 @@ def test_calls_that_end_the_reply_end_the_reasoning_left_open(text):
         assert not msg.get("content")
 
 
+@pytest.mark.parametrize("text, content", [
+    ("Sure.<|calls|><|/calls|>", "Sure."),
+    ("Sure. <|calls|> <|/calls|> Done.", "Sure.\n\nDone."),
+])
+def test_an_empty_call_section_is_no_text(text, content):
+    """A call section opened and closed with no call in it (vLLM's Kimi K2 ``test_empty_tool_section``): its
+    opener was left in content; both markers are consumed, the text on either side kept."""
+    spec, prompt, _ = inferred("prefixed-indexed")
+    for msg in both(spec, text, prompt):
+        assert msg["content"] == content and not msg.get("tool_calls")
+
+
 def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
     """Reasoning that spells a call and goes on (quoting the format) stays reasoning: no call is made up from
     it, and no word is lost (docs/FORMATS.md §7b)."""

@@ -441,6 +441,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
             # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
+        sec, sec_end = (t.section_start.strip(), t.section_end.strip()) if "tool_calls" in fields else ("", "")
+        if sec and sec_end and markers(sec) == [sec] and sec_end in followers:
+            # An empty call section (``<|tool_calls_section_begin|><|tool_calls_section_end|>``) holds no text:
+            # its opener is consumed where its end follows (the end is consumed as a follower), not left in content.
+            extra.append((sec, rf"{esc(sec)}(?=\s*{esc(sec_end)})"))
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]
