@@ -185,6 +185,18 @@ def test_an_empty_call_section_is_no_text(text, content):
         assert msg["content"] == content and not msg.get("tool_calls")
 
 
+@pytest.mark.parametrize("text, content", [
+    ("<tool_call>   </tool_call>", None),
+    ("Sure. <tool_call>\n</tool_call> Done.", "Sure.\n\nDone."),
+])
+def test_an_empty_call_element_is_no_text(text, content):
+    """A call opened and closed with nothing in it (vLLM's GLM 4.5 ``<tool_call>   </tool_call>``) was left in
+    content, markers and all; it holds no text and is consumed whole."""
+    spec, prompt, _ = inferred("chatml-think")
+    for msg in both(spec, text, prompt):
+        assert msg.get("content") == content and not msg.get("tool_calls")
+
+
 def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
     """Reasoning that spells a call and goes on (quoting the format) stays reasoning: no call is made up from
     it, and no word is lost (docs/FORMATS.md §7b)."""

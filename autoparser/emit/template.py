@@ -446,6 +446,12 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty call section (``<|tool_calls_section_begin|><|tool_calls_section_end|>``) holds no text:
             # its opener is consumed where its end follows (the end is consumed as a follower), not left in content.
             extra.append((sec, rf"{esc(sec)}(?=\s*{esc(sec_end)})"))
+        # Likewise an empty call element (GLM's ``<tool_call>   </tool_call>``): its opener and its closer, both
+        # markers, with only whitespace between, are consumed whole.
+        c_open = markers(t.call_start.strip())[:1] if "tool_calls" in fields else []
+        c_close = markers(t.call_end.strip())[-1:] if "tool_calls" in fields else []
+        if c_open and c_close and t.call_start.strip().startswith(c_open[0]) and t.call_end.strip().endswith(c_close[0]) and c_open != c_close:
+            extra.append((c_open[0], rf"{esc(c_open[0])}\s*{esc(c_close[0])}"))
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]
