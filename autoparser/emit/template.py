@@ -452,9 +452,6 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         c_close = markers(t.call_end.strip())[-1:] if "tool_calls" in fields else []
         if c_open and c_close and t.call_start.strip().startswith(c_open[0]) and t.call_end.strip().endswith(c_close[0]) and c_open != c_close:
             extra.append((c_open[0], rf"{esc(c_open[0])}\s*{esc(c_close[0])}"))
-        if c_close and t.call_end.strip().endswith(c_close[0]) and markers(c_close[0]) == c_close and c_close[0] not in cores:
-            # ... and a call's closing marker written again right after it (Gemma 4's ``}<tool_call|><tool_call|>Done.``).
-            extra.append((c_close[0], rf"{esc(c_close[0])}(?<={esc(c_close[0])}\s*{esc(c_close[0])})"))
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]
