@@ -150,8 +150,7 @@ CALLS_AFTER_REASONING_WINDOW = 2048  # how far past a call's opener inside reaso
 
 
 def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str:
-    r"""Reasoning left open before the reply's calls: ``<think>I need the file.
-<tool_call>…</tool_call>`` and
+    r"""Reasoning left open before the reply's calls: ``<think>I need the file. <tool_call>…</tool_call>`` and
     the turn's end, no ``</think>`` (vLLM's Qwen3 and Ollama's parsers end reasoning at the call). A call's
     opener ends the reasoning, zero-width, where from there the reply is whole calls to its end: the calls'
     closing marker, then only whitespace before the turn's end or the text's end, within
