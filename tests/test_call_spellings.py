@@ -242,7 +242,7 @@ def test_a_template_writing_cdata_values_round_trips_them():
     ('<|python_start|>[get_weather(city="Paris")]<|python_end|>', None),
     ("<|python_start|>[get_weather(city=\"Paris\")]", None),
     ("[get_weather(city=\"Paris\")]<|python_end|>", None),
-    ("Let me check. <|python_start|>[get_weather(city=\"Paris\")]<|python_end|> Done.", "Let me check.\nDone."),
+    ("Let me check. <|python_start|>[get_weather(city=\"Paris\")]<|python_end|> Done.", "Let me check.\n\nDone."),
 ])
 def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
     """A pythonic call list with no marker of its own wrapped in special tokens the template never writes
@@ -305,7 +305,7 @@ def test_the_space_between_a_tags_name_and_its_attribute_may_be_left_out(text):
 
 @pytest.mark.parametrize("name, text, content", [
     ("prefixed-indexed", "Checking. <|calls|><|/calls|>", "Checking."),  # an empty section
-    ("kv-tagged", "Checking. <call>   </call> Done.<|im_end|>", "Checking.\nDone."),  # an empty call element
+    ("kv-tagged", "Checking. <call>   </call> Done.<|im_end|>", "Checking.\n\nDone."),  # an empty call element (text regions join with a blank line)
 ])
 def test_an_empty_call_section_is_neither_a_call_nor_text(name, text, content):
     """vLLM's Kimi K2 and GLM 4.5 parsers return neither for ``<|tool_calls_section_begin|><|tool_calls_section_end|>``

@@ -80,6 +80,62 @@ def test_bare_text_that_begins_with_a_tag_keeps_it(text, content):
         assert msg.get("content") == content
 
 
+@pytest.mark.parametrize("text, content", [
+    ("<answer>\nParis is sunny.\n</answer><|stop|>", "<answer>\nParis is sunny.\n</answer>"),  # a tag the template never writes
+    ("<b>Sunny</b> in Paris.", "<b>Sunny</b> in Paris."),
+    ('<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls><p>Done.</p>', "<p>Done.</p>"),
+    ("助手：Wrapped.<|stop|>", "Wrapped."),
+    ("<|eot|>", None),  # a special token the analysis never saw is no text, as before
+])
+def test_bare_text_that_begins_with_a_tag_keeps_it(text, content):
+    """A reply that leaves the content wrapper out and begins with ``<`` (Hunyuan-A13B's ``<answer>``, HTML)
+    was outside every field and lost, since any ``<`` might have begun a marker. Text opens content once it
+    has parted from every marker that may come there, character by character, so a stream still never
+    takes a marker's first half for text."""
+    for msg in both(template("wrapped-unless-calls"), text):
+        assert msg.get("content") == content
+
+
+@pytest.mark.parametrize("text, content", [
+    ('[CALLS]get_weather[ID]call1[ARGS]{"city": "Paris"}[/ANSWER][END]', None),  # the wrapper's close written alone
+    ('[CALLS]get_weather[ID]call1[ARGS]{"city": "Paris"}[/ANSWER]Done.[END]', "Done."),
+])
+def test_a_wrappers_stray_close_is_no_text(text, content):
+    """The content wrapper's close written with no opener (after calls) is the wrapper's marker, not content
+    text: it was read as bare text (``[/ANSWER]`` in content). Bare text after it still opens content."""
+    for msg in both(template("wrapped-bracket"), text):
+        assert msg.get("content") == content
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"]
+
+
+@pytest.mark.parametrize("text, content", [
+    ("<answer>\nParis is sunny.\n</answer><|stop|>", "Paris is sunny."),
+    ("<answer>\nParis is sunny.", "Paris is sunny."),  # the close left out
+    ("Paris is sunny.\n</answer>", "Paris is sunny."),  # the open left out
+    ("Well. <answer>Sunny.</answer><|stop|>", "Well.\n\nSunny."),  # text before it is kept
+    ("助手：Wrapped.<|stop|>", "Wrapped."),  # the template's own wrapper, as before
+    ('<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls>\n</answer>', None),
+    ("<b>Sunny</b> in Paris.", "<b>Sunny</b> in Paris."),  # another tag is text
+])
+def test_another_wrapper_a_workaround_names_is_stripped(tmp_path, text, content):
+    """A wrapper the template never renders (Hunyuan-A13B's ``<answer>…</answer>``, named by a workaround as
+    ``content.wrapper``): each of its markers optional, neither ever content text, no word around it lost."""
+    import autoparser
+    from autoparser.analysis import workarounds
+
+    (tmp_path / "answer.json").write_text(json.dumps({
+        "name": "answer", "why": "models write <answer> the template never renders",
+        "match": ["助手："], "set": {"content.wrapper": ["<answer>", "</answer>"]}}), encoding="utf-8")
+    workarounds.load_dir.cache_clear()
+    try:
+        res = autoparser.infer_result((MODELS / "wrapped-unless-calls.jinja").read_text(encoding="utf-8"), workarounds_dir=str(tmp_path))
+    finally:
+        workarounds.load_dir.cache_clear()
+    assert res.verdict["status"] == "full" and res.analysis.workarounds == ("answer",)
+    for msg in both(res.template, text):
+        assert msg.get("content") == content
+
+
 @pytest.mark.parametrize("text, content, calls", [
     ("Plain answer.<|done|>", "Plain answer.", []),  # no header at all: content, not lost
     ("sent it.<|done|>", "sent it.", []),  # parts from the recipient word (send=) after its first letters
@@ -139,6 +195,22 @@ def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_
     for name in ("chatml-think", "reasoning-switch"):
         for msg in both(template(name), text):
             assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
+
+
+@pytest.mark.parametrize("name, text", [
+    # a thinking budget of 0 prefills a closed block; other budgets leave the reply's start to the model (Seed-OSS)
+    ("budget-closes", "Let me reason.</think>\n\nThe answer.<|/turn|>"),
+    # reasoning rendered only before calls, a switch that prefills an empty block (Gemma 4)
+    ("tools-only-switch", "Let me reason.<channel|>\n\nThe answer.<turn|>"),
+])
+def test_a_close_without_opener_is_reasoning_where_a_budget_or_a_tool_only_block_is_switched(name, text):
+    """The lone-close rule holds where the switch is a thinking budget whose 0 closes the block in the prompt
+    (``probes.reasoning_budgets``), and for reasoning only tool turns render (TOOLS_ONLY) whose switch closes
+    the block in one mode: before, both left ``Let me reason.`` and the close in content."""
+    for msg in both(template(name), text):
+        assert (msg.get("thinking"), msg["content"]) == ("Let me reason.", "The answer.")
+    for msg in both(template("tools-only-switch"), "<|channel>Plan.<channel|>Done.<turn|>"):  # the token alone still opens
+        assert (msg.get("thinking"), msg["content"]) == ("Plan.", "Done.")
 
 
 def held_back(spec: dict, text: str, prefix: str = "") -> tuple[int, dict]:

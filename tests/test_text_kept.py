@@ -46,9 +46,9 @@ def test_text_before_and_after_calls_is_kept(text):
 
 
 @pytest.mark.parametrize("text, thinking, content", [
-    ("<think>step 1</think>partial answer<think>step 2</think>final answer<|im_end|>", "step 1\nstep 2", "partial answer\nfinal answer"),
-    ("answer<think>R</think>more", "R", "answer\nmore"),
-    ("<think>a</think>x<think>b</think>y<think>c</think>z", "a\nb\nc", "x\ny\nz"),
+    ("<think>step 1</think>partial answer<think>step 2</think>final answer<|im_end|>", "step 1\n\nstep 2", "partial answer\n\nfinal answer"),
+    ("answer<think>R</think>more", "R", "answer\n\nmore"),
+    ("<think>a</think>x<think>b</think>y<think>c</think>z", "a\n\nb\n\nc", "x\n\ny\n\nz"),
 ])
 def test_interleaved_reasoning_blocks_keep_every_region(text, thinking, content):
     """Several reasoning blocks between content (interleaved thinking): every block is reasoning and every
@@ -90,7 +90,7 @@ def test_the_served_form_loses_what_the_library_form_keeps_in_transformers():
     spec, prompt, _ = inferred("chatml-think")
     text = f"Sure, let me check.\n{CALL}\nDone."
     assert parse_response(text, served(spec), prefix=prompt)["content"] == "Done."
-    assert parse_response(text, spec, prefix=prompt)["content"] == "Sure, let me check.\nDone."
+    assert parse_response(text, spec, prefix=prompt)["content"] == "Sure, let me check.\n\nDone."
 
 
 def test_infer_serve_prints_the_served_form(capsys):
@@ -102,7 +102,7 @@ def test_infer_serve_prints_the_served_form(capsys):
     assert "join" not in spec["fields"]["content"] and "join" not in spec["fields"]["thinking"]
     assert "served form" in err
     assert main(["infer", str(MODELS / "chatml-think.jinja")]) == 0
-    assert json.loads(capsys.readouterr().out)["fields"]["content"]["join"] == "\n"
+    assert json.loads(capsys.readouterr().out)["fields"]["content"]["join"] == "\n\n"
 
 
 def test_text_that_vanishes_is_never_a_full_verdict():
@@ -145,7 +145,7 @@ def test_pythonic_runs_lose_text_after_calls_and_say_so():
     ("<|channel>thought\nPlan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # as the template writes it
     ("<|channel>Plan it.<channel|>Answer.<turn|>", "Plan it.", "Answer."),  # the token alone (Gemma 4's own parsers)
     ("<|channel>thousand reasons<channel|>Done", "thousand reasons", "Done"),  # a word that only starts like the name
-    ("<|channel>first<channel|><|channel>second<channel|>Final.", "first\nsecond", "Final."),
+    ("<|channel>first<channel|><|channel>second<channel|>Final.", "first\n\nsecond", "Final."),
     ("<|channel>just thinking", "just thinking", None),
 ])
 def test_an_opener_token_alone_opens_reasoning_without_its_word(text, thinking, content):
@@ -157,9 +157,50 @@ def test_an_opener_token_alone_opens_reasoning_without_its_word(text, thinking, 
         assert msg.get("content") == content
 
 
+@pytest.mark.parametrize("text", [
+    '<think>I need the weather.\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>',
+    '<think>I need the weather.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>',
+])
+def test_calls_that_end_the_reply_end_the_reasoning_left_open(text):
+    """Reasoning never closed before the reply's calls (vLLM's Qwen3 and Ollama's parsers end it at the call):
+    where from a call's opener to the turn's end there are only whole calls, the opener ends the reasoning.
+    Before, the calls were reasoning text."""
+    spec, prompt, _ = inferred("chatml-think")
+    for msg in both(spec, text, prompt):
+        assert msg["thinking"] == "I need the weather."
+        assert [c["function"]["arguments"]["city"] for c in msg["tool_calls"]] == ["Paris", "Rome"][:text.count("<tool_call>")]
+        assert not msg.get("content")
+
+
+@pytest.mark.parametrize("text, content", [
+    ("Sure.<|calls|><|/calls|>", "Sure."),
+    ("Sure. <|calls|> <|/calls|> Done.", "Sure.\n\nDone."),
+])
+def test_an_empty_call_section_is_no_text(text, content):
+    """A call section opened and closed with no call in it (vLLM's Kimi K2 ``test_empty_tool_section``): its
+    opener was left in content; both markers are consumed, the text on either side kept."""
+    spec, prompt, _ = inferred("prefixed-indexed")
+    for msg in both(spec, text, prompt):
+        assert msg["content"] == content and not msg.get("tool_calls")
+
+
+@pytest.mark.parametrize("text, content", [
+    ("<tool_call>   </tool_call>", None),
+    ("Sure. <tool_call>\n</tool_call> Done.", "Sure.\n\nDone."),
+])
+def test_an_empty_call_element_is_no_text(text, content):
+    """A call opened and closed with nothing in it (vLLM's GLM 4.5 ``<tool_call>   </tool_call>``) was left in
+    content, markers and all; it holds no text and is consumed whole."""
+    spec, prompt, _ = inferred("chatml-think")
+    for msg in both(spec, text, prompt):
+        assert msg.get("content") == content
+        assert len(msg.get("tool_calls") or []) == text.count('"name"')
+
+
 def test_a_call_written_inside_unclosed_reasoning_stays_reasoning():
-    """Reasoning that spells a call (quoting the format, or going on to a call without closing) stays
-    reasoning: no call is made up from it, and no word is lost (docs/FORMATS.md §7b)."""
+    """Reasoning that spells a call and goes on (quoting the format) stays reasoning: no call is made up from
+    it, and no word is lost (docs/FORMATS.md §7b)."""
     spec, prompt, _ = inferred("chatml-think")
     text = '<think>The format is <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>. Then wait.</think>Done.'
     for msg in both(spec, text, prompt):

@@ -36,6 +36,9 @@ class Content:
     start: str = ""
     end: str = ""
     numbered: bool = False  # the start counts turns: its numbers vary (``[2] ``)
+    # Another wrapper (open, close) models write around their answer, which the template never renders (a
+    # workaround's: Hunyuan-A13B's ``<answer>…</answer>``): each marker optional, neither ever content text.
+    wrapper: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

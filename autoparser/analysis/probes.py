@@ -227,6 +227,25 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
     read from the render context (jinja2.meta on the parsed template, not run) whose name speaks of
     thinking or reasoning, set to True, False and every string the template compares it with
     (``reasoning_effort == 'high'``). Parsing runs no template code."""
+    modes: list[dict] = []
+    for name, consts in _switch_constants(source):
+        if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
+            continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
+        modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
+    return tuple(modes[:MAX_SWITCH_MODES])
+
+
+def reasoning_budgets(source: str) -> list[str]:
+    """The names of thinking budgets the template reads (``thinking_budget``: a think/reason name it compares
+    with numbers), which ``reasoning_switches`` leaves out. A budget of 0 may close the block in the prompt
+    (Seed-OSS), which says the other budgets leave the block to the model (``reasoning._lone_close``)."""
+    return [name for name, consts in _switch_constants(source)
+            if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts)]
+
+
+@functools.lru_cache(maxsize=8)
+def _switch_constants(source: str) -> tuple[tuple[str, tuple], ...]:
+    """Each think/reason name the template reads from its context, with the constants it compares it with."""
     from jinja2 import nodes
 
     if not _reads_switch(source):  # no bare name of that kind: nothing to parse for (most templates)
@@ -236,7 +255,7 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
         names = sorted(n for n in context_reads(source) if _SWITCH_NAME.search(n) and n not in ("enable_thinking", "messages"))
     except Exception:  # noqa: BLE001 - a template the sandbox cannot compile fails there, with its own message
         return ()
-    modes: list[dict] = []
+    out = []
     compares = list(ast.find_all(nodes.Compare)) if names else []  # one walk for every name
     for name in names:
         consts = []
@@ -246,11 +265,8 @@ def _reasoning_switches(source: str) -> tuple[dict, ...]:
                 consts += [o.value for o in operands if isinstance(o, nodes.Const)]
                 consts += [i.value for o in operands if isinstance(o, (nodes.List, nodes.Tuple)) for i in o.items if isinstance(i, nodes.Const)]
                 consts += [i for o in operands if isinstance(o, nodes.Const) and isinstance(o.value, (list, tuple)) for i in o.value]  # folded
-        consts = [v for v in consts if not isinstance(v, (list, tuple))]
-        if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in consts):
-            continue  # a number (a thinking budget), not a switch: False would read as a budget of 0
-        modes += [{name: v} for v in dict.fromkeys([True, False] + [v for v in consts if isinstance(v, str)])]
-    return tuple(modes[:MAX_SWITCH_MODES])
+        out.append((name, tuple(v for v in consts if not isinstance(v, (list, tuple)))))
+    return tuple(out)
 
 
 

@@ -11,7 +11,7 @@ from itertools import combinations
 import regex as re
 
 from .diff import MARKER, Diff, diff, leading_markers, markers, prefix_len, trailing_markers
-from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
+from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call, reasoning_budgets
 from .model import Reasoning
 
 
@@ -260,7 +260,11 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     else:
         mode = "TAG_BASED"
     variants = tuple(dict.fromkeys(v for v in (full_end, end) if v))
-    r = Reasoning(mode, start, end, variants, _lone_close(mode, start, end, prompts, log))
+    # A thinking budget of 0 may close the block in the prompt where no switch does (Seed-OSS): asked only here.
+    budgets = {f"{n}=0": pr.try_render([{"role": "user", "content": USER}], gen=True, mode={n: 0})
+               for n in reasoning_budgets(pr.r.source)} if mode != "NONE" else {}
+    budgets = {k: v for k, v in budgets.items() if v is not None}
+    r = Reasoning(mode, start, end, variants, _lone_close(mode, start, end, {**prompts, **budgets}, log))
     log.append(f"reasoning -> {r}")
     return r
 
@@ -273,7 +277,7 @@ def _lone_close(mode: str, start: str, end: str, prompts: dict[str, str], log: l
     block: the free mode is then the non-thinking one, whose every reply the lookahead would hold back
     (and vLLM's structured-output gate with it) to find a close that does not come. Never for a template
     without reasoning, nor one with no switch."""
-    if mode not in ("TAG_BASED", "FORCED_OPEN", "FORCED_CLOSED") or not (start and end) or len(prompts) < 2:
+    if mode not in ("TAG_BASED", "FORCED_OPEN", "FORCED_CLOSED", "TOOLS_ONLY") or not (start and end) or len(prompts) < 2:
         return False
     tails = [p[p.rfind(USER):].rstrip() for p in prompts.values()]
     closed = [t.endswith(end) for t in tails]

@@ -27,7 +27,7 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
 from .markers import esc, literals, prefix_safe, then_space
-from .tools import dropped_section, empty_call_section, one, token_after_list
+from .tools import dropped_section, one, token_after_list
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -119,7 +119,7 @@ def anchor_tokens(a: Analysis) -> list[str]:
 LONE_CLOSE_WINDOW = 512  # how far into a reply a close with no opener makes the text before it reasoning
 
 
-def reasoning_open(r, token: str = "", ends=(), calls=()) -> str:
+def reasoning_open(r, token: str = "", ends=()) -> str:
     r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
     too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
     (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
@@ -127,26 +127,48 @@ def reasoning_open(r, token: str = "", ends=(), calls=()) -> str:
     An opener written twice (the prompt opened it and the model writes it again) opens once: the close's
     ``repeated_opener`` ends the first, empty, block where the second starts. With ``lone_close`` text before
     a close with no opener is reasoning too, where the close comes within ``LONE_CLOSE_WINDOW`` characters of
-    the reply's start (before the opener or an end marker ``ends``): the lookahead decides within that window,
+    the reply's start, before the opener or a marker of ``ends`` (the turn's end, a call's opener, the content
+    wrapper: reasoning comes before its close, those after it): the lookahead decides within that window,
     so a stream is held back by it at most and each delta re-reads no more than it (looking for the close
-    anywhere ahead held the whole reply back and re-read it on every delta). Longer reasoning written
-    without its opener stays content, the close with it (no text lost). A reply that starts with a call's
-    opening marker ``calls`` is no reasoning (reasoning comes before its close, calls after it): the window
-    is given up as soon as that marker is whole, so a reply of calls is not held back by it. Only at the
-    reply's start: reasoning may quote the call format further on (§7b), and the window still reads it.
+    anywhere ahead held the whole reply back and re-read it on every delta); a reply that starts with a
+    call's opener gives the window up as soon as that marker is whole. Longer reasoning written without its
+    opener stays content, the close with it (no text lost).
 
     ``token``: an opener made of a token and a word (Gemma 4's ``<|channel>thought``) also opens on the token
     alone, the word taken when written (``<|channel>first thought<channel|>``: reasoning ``first thought``;
     ``<|channel>thought\nPlan.``: ``Plan.``, not the channel's name), and on the token written twice."""
     if token:
         word = r.start[len(token):]
-        return rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
-    opener = esc(r.start)
+        opener = rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
+    else:
+        opener = esc(r.start)
     if r.lone_close and r.end:
-        stop = "|".join(literals([r.start, *ends]))
-        not_call = rf"(?!\s*(?:{'|'.join(literals(calls))}))" if calls else ""
-        opener += rf"|\A{not_call}(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
+        stop = "|".join(literals([token or r.start, *ends]))
+        opener += rf"|\A(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
     return opener
+
+
+CALLS_AFTER_REASONING_WINDOW = 2048  # how far past a call's opener inside reasoning the calls must end the reply
+
+
+def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str:
+    r"""Reasoning left open before the reply's calls: ``<think>I need the file. <tool_call>…</tool_call>`` and
+    the turn's end, no ``</think>`` (vLLM's Qwen3 and Ollama's parsers end reasoning at the call). A call's
+    opener ends the reasoning, zero-width, where from there the reply is whole calls to its end: the calls'
+    closing marker, then only whitespace before the turn's end or the text's end, within
+    ``CALLS_AFTER_REASONING_WINDOW`` characters and with no reasoning end between. Reasoning that quotes the
+    format and goes on (Seed-OSS spelling ``<seed:tool_call>…</seed:tool_call>. Wait, …``), or a call that is
+    never closed (``<tool_call>first tool<tool_call>…``), stays reasoning: no call is made up from it. The look
+    starts only at an opener, so a stream is held back by the window at most, and only there."""
+    t = a.tools
+    if t.format == "NONE" or t.headed.kind or not openers:
+        return ""
+    closer = markers((t.section_end or t.call_end).strip())
+    if not closer or not (t.section_end or t.call_end).strip().endswith(closer[-1]):
+        return ""
+    stop = "|".join(literals([a.reasoning.end]))
+    tail = "|".join([*literals(ends), r"\Z"])
+    return "".join(rf"|(?={esc(o)}(?:(?!{stop})[\s\S]){{0,{CALLS_AFTER_REASONING_WINDOW}}}?{esc(closer[-1])}\s*(?:{tail}))" for o in openers)
 
 
 def delimited_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> dict:
@@ -263,7 +285,7 @@ def parts_from(marks) -> str:
     return "(?:" + "|".join(alts) + ")"
 
 
-JOIN = "\n"  # between two regions of one text field: the text before a call and the text after it
+JOIN = "\n\n"  # between two regions of one text field: the text before a call and the text after it
 
 
 def text_fields(template: dict) -> list[str]:
@@ -320,8 +342,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     if r.mode != "NONE":
         if r.start:
             # The token alone opens reasoning unless the content wrapper starts with it too (``<|channel>answer``).
-            alone = token[0] if token and not r.lone_close and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
-            f = {"open_pattern": reasoning_open(r, alone, ends, [o for o in openers if o != r.start.strip()])}
+            alone = token[0] if token and not (c.mode == "ALWAYS_WRAPPED" and c.start.startswith(token[0])) else ""
+            # A lone close is looked for only before the turn's end, a call's opener or the content wrapper:
+            # text after those is no reasoning left without its opener, so the look stops there.
+            stops = ends + openers + ([c.start.strip()] if c.mode == "ALWAYS_WRAPPED" and c.start.strip() and not c.numbered else [])
+            f = {"open_pattern": reasoning_open(r, alone, stops)}
             if r.end and r.mode == "TOOLS_ONLY" and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
                 # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
@@ -329,7 +354,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
-                f["close_pattern"] = then_space(esc(r.end))
+                f["close_pattern"] = then_space(esc(r.end)) + calls_end_reasoning(a, ends, openers)
             if r.end:
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
@@ -359,14 +384,19 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     at_start = [r.end] if r.mode != "NONE" and r.end and r.start and r.end not in followers else []
     # A model may repeat the generation prompt's last token (Command R+'s <|CHATBOT_TOKEN|>).
     followers += [m for m in anchor_tokens(a) if m not in followers]
+    w_open, w_close = (c.wrapper + ("", ""))[:2]  # another wrapper models write (a workaround's), each optional
     if c.mode == "ALWAYS_WRAPPED":
         # An explicit field: no region is implicit, so whitespace between regions opens nothing.
         f = {"open_pattern": re.sub(r"\d+", lambda _: r"\d+", esc(c.start))} if c.numbered else {"open": c.start}
+        if w_open:
+            f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + esc(w_open)}
         # A reply that leaves the wrapper out (bare text) would be outside every field, and lost: at the
         # reply's start, text whose first character begins none of the markers that may come there opens
         # content. One character decides, so a stream never opens it on the first half of a marker.
         # A numbered wrapper (``[4] ``) is any number: its first character alone decides, as it always did.
-        starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends]
+        # The wrapper's own markers written alone (a stray ``</answer>`` after calls) are no text either.
+        starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends,
+                  c.end, w_open, w_close]
         if any(m and m.strip() for m in starts):
             cls = r"(?=\s*+" + parts_from(starts) + ")"
             bare = r"\A" + cls
@@ -374,24 +404,26 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # after ``<|END_ACTION|>`` with no ``<|START_RESPONSE|>``), or after a stray close of the content
             # or reasoning, would be outside every field. Only right after such a close (a lookbehind), where
             # one character decides.
-            closes = [c.end, *ends, r.end if r.mode != "NONE" else ""]
+            closes = [c.end, w_close, *ends, r.end if r.mode != "NONE" else ""]
             closes += [t.section_end, t.call_end] if "tool_calls" in fields else []
             closes = [x.strip() for x in closes if x.strip()]
             if closes:
                 bare += rf"|(?<=(?:{'|'.join(literals(closes))})\s*){cls}"
             f = {"open_pattern": (f.get("open_pattern") or esc(c.start)) + "|" + bare}
-        close = list(dict.fromkeys(([c.end] if c.end else []) + ends))
+        close = list(dict.fromkeys(([c.end] if c.end else []) + ([w_close] if w_close else []) + ends))
         # Content written before calls (bare, when the template wraps only a reply without calls: Hunyuan's
-        # ``助手：``) ends where a call's marker opens, left to the call (zero-width).
+        # ``助手：``) ends where a call's marker opens, left to the call (zero-width); likewise where the other
+        # wrapper opens, which then opens content again (``Hi <answer>x``: ``Hi`` and ``x``, no marker).
         opener = (t.section_start or t.call_start).strip() if t.format != "NONE" and not t.headed.kind else ""
-        if close and opener and markers(opener) and opener not in close:
-            f["close_pattern"] = "|".join([prefix_safe(close), f"(?={esc(opener)})"])
+        ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
+        if close and ahead:
+            f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])
         elif close:
             f["close"] = one(close)
         f["content"] = "text"
         fields["content"] = f
     else:
-        cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers if m.strip()]
+        cores = [m for m in ([c.end] if c.mode == "WRAPPED_WITH_REASONING" else []) + ends + followers + [w_open, w_close] if m.strip()]
         cores = [m for m in cores if m not in at_start or m in ends]
         # The reasoning's close is consumed at the reply's start: after whitespace, repeated anchor tokens
         # and closes, and after the reasoning block only when the model started the turn again (the anchor's
@@ -410,9 +442,17 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
             # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
-        empty = empty_call_section(t) if "tool_calls" in fields else None
-        if empty:  # an empty call section or element: no call, no text
-            extra.append(empty)
+        sec, sec_end = (t.section_start.strip(), t.section_end.strip()) if "tool_calls" in fields else ("", "")
+        if sec and sec_end and markers(sec) == [sec] and sec_end in followers:
+            # An empty call section (``<|tool_calls_section_begin|><|tool_calls_section_end|>``) holds no text:
+            # its opener is consumed where its end follows (the end is consumed as a follower), not left in content.
+            extra.append((sec, rf"{esc(sec)}(?=\s*{esc(sec_end)})"))
+        # Likewise an empty call element (GLM's ``<tool_call>   </tool_call>``): its opener and its closer, both
+        # markers, with only whitespace between, are consumed whole.
+        c_open = markers(t.call_start.strip())[:1] if "tool_calls" in fields else []
+        c_close = markers(t.call_end.strip())[-1:] if "tool_calls" in fields else []
+        if c_open and c_close and t.call_start.strip().startswith(c_open[0]) and t.call_end.strip().endswith(c_close[0]) and c_open != c_close:
+            extra.append((c_open[0], rf"{esc(c_open[0])}\s*{esc(c_close[0])}"))
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]

@@ -628,19 +628,6 @@ def token_after_list(t: Tools) -> str | None:
     return rf"(?:{_SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{_SPECIAL_TOKEN}))"
 
 
-def empty_call_section(t: Tools) -> tuple[str, str] | None:
-    r"""An empty call section or call element (``<|tool_calls_section_begin|><|tool_calls_section_end|>``,
-    ``<tool_call>   </tool_call>``) holds neither a call nor text: (its first marker, a pattern for it) for
-    the implicit content's close to consume, as it consumes a section's end, instead of leaving its markers
-    in content (vLLM's Kimi K2 and GLM 4.5 parsers return neither). Both markers whole (a call opener that
-    goes on into the name, ``<|tool_call_begin|>functions.``, is no element)."""
-    for o, c in ((t.section_start, t.section_end), (t.call_start, t.call_end)):
-        o, c = o.strip(), c.strip()
-        if o and c and MARKER.fullmatch(o) and MARKER.fullmatch(c):
-            return o, esc(o) + r"\s*" + esc(c)
-    return None
-
-
 def dropped_section(t: Tools) -> str | None:
     """For calls no field can read (``Tools.family == "nameless"``): a pattern for their whole section,
     which the content's close consumes so the calls neither spill into content nor overwrite it."""
