@@ -162,6 +162,38 @@ def test_bare_json_calls_under_either_arguments_key(text, calls, content):
     assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
 
 
+LONG = "x" * 600  # longer than the window a call is decided in (``CALL_WINDOW``): decided from its head
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', [WEATHER], ""),  # as rendered
+    ('<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>', [WEATHER], ""),  # the other key
+    ('Sure.\n<tool_call>{"parameters": {"city": "Paris"}, "name": "get_weather"}</tool_call>', [WEATHER], "Sure."),  # name last
+    ('<tool_call>{"id": 3, "name": "get_weather", "parameters": {"city": "Paris"}, "type": "function"}</tool_call>', [WEATHER], ""),
+    ('<tool_call>{"name": "get_weather", "parameters": {"city": "Paris"}}', [WEATHER], ""),  # the close stripped
+    ('<tool_call>{"name": "run", "parameters": {"code": "} { y }, \\"k\\": 1}", "n": {"a": [1, {"b": 2}]}}}</tool_call>'
+     '<tool_call>{"name": "get_time", "parameters": {}}</tool_call>',
+     [("run", {"code": '} { y }, "k": 1}', "n": {"a": [1, {"b": 2}]}}), ("get_time", {})], ""),  # braces in strings, nesting
+    (f'<tool_call>{{"name": "write", "parameters": {{"text": "{LONG}"}}}}</tool_call>', [("write", {"text": LONG})], ""),
+])
+def test_a_json_call_under_a_marker_under_either_arguments_key(text, calls, content):
+    """A JSON call object after its own marker has its arguments under ``parameters`` or ``arguments``,
+    whichever the template writes (SGLang's JSON call parsers read both for every such format; vLLM's
+    InternLM2 parser too), its name before or after them, other short keys beside them."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
+    '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key
+    '<tool_call>{"parameters": {"city": "Paris"}}</tool_call>',  # no name
+])
+def test_a_json_object_under_a_call_marker_that_is_no_call_stays_content(text):
+    msg = _parse("chatml-think", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
 def test_a_bare_json_call_cut_off_keeps_its_text():
     """A bare call decides from its head (docs/FORMATS.md §9): cut off, it is a call whose arguments are the
     text that arrived, as a cut call of any other format (§7b), never lost."""

@@ -459,7 +459,10 @@ def _message_words(msg: dict) -> Counter:
     raw = [_ESCAPE.sub(" ", v) for k, v in msg.items() if k in text and isinstance(v, str)]
     rest = {k: v for k, v in msg.items() if not (k in text and isinstance(v, str))}
     keys = [k for k in msg if k not in rest]  # the text fields' own key names, as ``_strings`` counts every key
-    return Counter(w for s in _strings(rest, []) + keys + raw for w in _words(s))
+    words = Counter(w for s in _strings(rest, []) + keys + raw for w in _words(s))
+    # A call's ``arguments`` key is spelled ``parameters`` too (docs/FORMATS.md §7b, call spellings).
+    words["parameters"] += words["arguments"]
+    return words
 
 
 @lru_cache(maxsize=None)
