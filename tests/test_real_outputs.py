@@ -469,17 +469,22 @@ def _message_words(msg: dict) -> Counter:
 def format_words(path: str, tokens: tuple) -> frozenset:
     """The words the format itself writes (markers, keys, channel and recipient words: ``tool_call``,
     ``functions``, ``analysis``): in the template's own renderings of verify's messages, the words of each
-    generated text that its message does not hold."""
-    from autoparser.pipeline import verify
+    generated text that its message does not hold; and the words of a call marker a workaround states, which
+    the renderings never write (phi-4-mini's ``functools``)."""
+    from autoparser.pipeline import analyze, verify
 
     try:
-        report = verify(Path(path).read_text(encoding="utf-8"), None, dict(tokens))
+        source = Path(path).read_text(encoding="utf-8")
+        report = verify(source, None, dict(tokens))
     except Exception:  # noqa: BLE001 - a refused template: no format words, every word must reach the message
         return frozenset()
     out: set[str] = set()
     for c in report.cases:
         if c.generated:
             out |= set(Counter(_words(c.generated)) - _message_words(c.expected))  # more often than the message: the format's too
+    analysis = analyze(source, dict(tokens))
+    if analysis.workarounds:
+        out |= set(_words(analysis.tools.call_lead))
     return frozenset(out)
 
 
