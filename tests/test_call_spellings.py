@@ -152,6 +152,7 @@ WEATHER = ("get_weather", {"city": "Paris"})
     ('{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "get_time", "arguments": {}}', [WEATHER, ("get_time", {})], ""),
     ('{"name": "get_weather", "parameters": {"city": "Paris"}}\n{"name": "get_time", "parameters": {}}', [WEATHER, ("get_time", {})], ""),
     ('{"name": "get_weather", "parameters": {"city": "Paris"}} Done.', [WEATHER], "Done."),  # text after the call
+    ('{"type": "function", "name": "get_weather", "parameters": {"city": "Paris"}}', [WEATHER], ""),  # a key before the name
     ('{"name": "run", "parameters": {"code": "if x { y } else { z }", "n": {"a": [1, {"b": 2}]}}}',
      [("run", {"code": "if x { y } else { z }", "n": {"a": [1, {"b": 2}]}})], ""),  # braces in strings, nesting
 ])

@@ -161,8 +161,12 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     that no JSON value continues with ends the call."""
     name_key = re.escape(t.name_path[0])
     keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
-    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
-    loose_head = rf"\{{\s*\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
+    # Other keys with a short scalar value may come before the name (``{"type": "function", "name": …}``, the
+    # call Llama 3.1's model card shows; vLLM's Llama 3 JSON parser reads the name and arguments whatever else
+    # the object holds).
+    other = rf"(?:\"(?!{name_key}\"|(?:{keys})\")[^\"\\\n]{{1,64}}\"\s*:\s*(?:\"[^\"\\\n]{{0,64}}\"|[-+.\w]{{1,64}})\s*,\s*){{0,3}}"
+    head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    loose_head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
     # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
     sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
