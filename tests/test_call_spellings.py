@@ -265,6 +265,41 @@ def test_phi4_mini_functools_list(text, calls):
     assert _calls(one) == calls and not one.get("content"), one
 
 
+GRANITE = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "templates" / "vllm-granite-3.0-tool.jinja"
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]', ""),  # the template's token
+    ('<tool_call> [{"name": "get_weather", "arguments": {"city": "Paris"}}]', ""),  # the tag spelling
+    ('Sure. <tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|end_of_text|>', "Sure."),
+])
+def test_granite_tool_call_tag_opens_its_call_list(text, content):
+    """workarounds/granite-tool-call-tag.json: Granite writes ``<tool_call>`` for its ``<|tool_call|>`` token
+    (vLLM's granite parser, granite-io); ``call_start_variants`` opens a call with either."""
+    if not GRANITE.is_file():
+        pytest.skip(f"wild2 template {GRANITE} not available")
+    src = GRANITE.read_text(encoding="utf-8")
+    tokens = {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"}
+    res = autoparser.infer_result(src, tokens)
+    assert "granite-tool-call-tag" in res.analysis.workarounds and res.verdict["fields"]["tool_calls"] == "pass"
+    prefix = generation_prompt(src, tokens)
+    one = parse_response(text, res.template, prefix=prefix)
+    p = ResponseParser(res.template, prefix=prefix)
+    for i in range(0, len(text), 3):
+        p.feed(text[i : i + 3])
+    assert p.finalize()[0] == one
+    assert _calls(one) == [WEATHER] and (one.get("content") or "") == content, one
+
+
+def test_a_tool_call_tag_in_granite_prose_stays_content():
+    if not GRANITE.is_file():
+        pytest.skip(f"wild2 template {GRANITE} not available")
+    src = GRANITE.read_text(encoding="utf-8")
+    res = autoparser.infer_result(src, {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"})
+    text = "Wrap calls in <tool_call> tags."
+    assert parse_response(text, res.template, prefix=generation_prompt(src)) == {"role": "assistant", "content": text}
+
+
 @pytest.mark.parametrize("header", ["tools.get_weather:0", "get_weather:0"])
 def test_the_namespace_before_a_call_name_may_be_left_out(header):
     """``tools.f:0`` where models also write ``f:0`` (Kimi K2's ``functions.`` prefix, which vLLM's parser

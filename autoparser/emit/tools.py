@@ -24,8 +24,10 @@ def one(values: list[str]) -> str | list[str]:
 
 
 def _openers(t: Tools, start: str) -> list[str]:
-    """The call's opener, also with the non-whitespace lead written before every call but the first."""
-    return [t.call_lead + start, start] if t.call_lead else [start]
+    """The call's opener, also with the non-whitespace lead written before every call but the first; and the
+    other spellings of the opener a workaround names (``call_start_variants``)."""
+    starts = [start, *(v.strip() for v in t.call_start_variants if v.strip() and v.strip() != start)] if start else [start]
+    return [t.call_lead + s for s in starts] + starts if t.call_lead else starts
 
 
 def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
