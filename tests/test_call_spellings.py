@@ -185,6 +185,17 @@ def test_a_json_call_under_a_marker_under_either_arguments_key(text, calls, cont
     assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
 
 
+@pytest.mark.parametrize("text, calls", [
+    ('<|calls|>[{"id": "a1", "name": "get_weather", "arguments": {"city": "Paris"}}]<|eot|>', [WEATHER]),  # as rendered
+    ('<|calls|>[{"id": "a1", "name": "get_weather", "parameters": {"city": "Paris"}}, {"parameters": {}, "name": "get_time"}]',
+     [WEATHER, ("get_time", {})]),
+])
+def test_keyed_json_calls_under_either_arguments_key(text, calls):
+    """Call objects with keys beyond name and arguments (ids), in an array after a marker, take their
+    arguments under either key too (SGLang's Mistral detector reads both)."""
+    assert _calls(_parse("json-array-ids", text)) == calls
+
+
 @pytest.mark.parametrize("text", [
     '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
     '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key

@@ -213,7 +213,9 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # Before the arguments: keys that hold the name, or none at all (the name then follows them); an object whose
     # keys before the arguments hold no name is no call (content).
     named = rf"(?:(?:{pair}\s*,\s*){{0,{others}}}?{_keyed_pair(name_key, name_key, id_key)}\s*,\s*(?:{pair}\s*,\s*){{0,{others}}})?"
-    head = rf"\{{\s*{named}\"{re.escape(args_key)}\"\s*:\s*"
+    # The arguments under either key where the object names its call ``name`` (as ``_json_whole``).
+    args_keys = "(?:" + "|".join(re.escape(k) for k in dict.fromkeys([args_key, *ARGS_KEYS])) + ")" if _either_key(t) else re.escape(args_key)
+    head = rf"\{{\s*{named}\"{args_keys}\"\s*:\s*"
     tail = rf"(?:\s*,\s*{pair}){{0,{others}}}"
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
@@ -224,7 +226,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # next 20 characters (``}]</s>"`` is inside a string; ``\x00`` is what transformers appends to see whether a
     # match at the buffer's edge is final: a shorter tail decides only at the text's end), or a second list.
     open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"](?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|(?=\s*\[)"
-    firsts = "|".join(re.escape(k) for k in keys)
+    firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
         field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
