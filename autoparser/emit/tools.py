@@ -201,25 +201,27 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
 def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
     r"""Calls with no marker written one after another with a separator (``{…};{…}``, one per line):
     as ``_json_run``, each call opens on its object's head, the first at the very start of the reply
-    (or right after the reasoning), a later one only after the previous object and the separator when
-    everything before it is such objects (a lookbehind to the start, run last), so a JSON object in
-    prose stays content. The separator is consumed by the close.
+    (or right after the reasoning), a later one only where the previous call's close left the parser
+    (``\G``, after the object and the separator the close consumed), so a JSON object in prose stays
+    content; as in ``_bare_json_calls``, an open alternative that never matches is pending from a ``}``
+    through a separator and a head, so the parser never stops there in prose. A lookbehind to the reply's
+    start over every earlier call decided the same, re-reading the run for each call (quadratic).
 
     A lead the model writes before the run (``call_lead``, set by a workaround: phi-4-mini's ``functools[``,
     which its template asks for in the system prompt and never renders) is optional before the first call;
     a lead that opens a JSON list is closed by the list's ``]`` after the last call."""
     name_key, head = _call_head(t)
+    loose = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     raw = t.call_separator
     # Calls the template glues (``{…}{…}``) a model writes glued or one per line.
     sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
-    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     lead = rf"(?:{esc(t.call_lead.strip())}\s*)?" if t.call_lead.strip() else ""
     first = ("(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*") + lead
     list_end = r"(?:\]\s*)?" if t.call_lead.strip().endswith("[") else ""
     finals = [esc(e) for e in ends] + [r"\Z"]
     field = {
-        "open_pattern": rf"(?:{first}|(?<=\}}{sep})(?<={first}(?:{obj}{sep})+)){head}",
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)",
         "close_pattern": rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")",
         "repeats": True,
         "content": "json",
