@@ -196,6 +196,19 @@ def test_keyed_json_calls_under_either_arguments_key(text, calls):
     assert _calls(_parse("json-array-ids", text)) == calls
 
 
+@pytest.mark.parametrize("text, content", [
+    ('<|calls|>[{"get_weather": {"city": "Paris"}}]<|/calls|><|eot|>', ""),  # as rendered
+    ('<|calls|>[{"get_weather": {"city": "Paris"}}]', ""),  # the section end left out, the turn's end stripped
+    ('Sure.<|calls|>[{"get_weather": {"city": "Paris", "at": [{"h": 9}]}}]<|eot|>', "Sure."),
+])
+def test_a_name_keyed_call_list_may_leave_out_its_section_end(text, content):
+    """``<|calls|>[{"f": {…}}]`` with no ``<|/calls|>`` (Apertus' parsers read ``<|tools_prefix|>[…]`` without
+    its suffix): the list's ``]`` before the turn's end or the text's end closes the last call."""
+    msg = _parse("json-name-key", text)
+    assert [name for name, _ in _calls(msg)] == ["get_weather"] and (msg.get("content") or "") == content, msg
+    assert isinstance(_calls(msg)[0][1], dict), msg
+
+
 @pytest.mark.parametrize("text", [
     '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
     '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key

@@ -38,10 +38,13 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.name_is_key:
         sec = _flex(start)
         close_tail = _flex(end)
+        # The list's section end may be left out where the reply ends after the list (Apertus' parsers read
+        # ``<|tools_prefix|>[{…}]`` with no ``<|tools_suffix|>``), as for any JSON call list (§9).
+        finals = "|".join([*literals(ends), r"\Z"])
         field = {
             "open_pattern": rf"(?:{sec}\s*\[\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
             # The next call is ``, {"name": {`` : an object inside the arguments rarely looks like that.
-            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
+            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|\]\s*(?={finals})|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
             "repeats": True,
             "content": "json",
             "transform": _call_transform("{name}", "{content}", None),
