@@ -209,6 +209,19 @@ def test_a_name_keyed_call_list_may_leave_out_its_section_end(text, content):
     assert isinstance(_calls(msg)[0][1], dict), msg
 
 
+@pytest.mark.parametrize("text, calls", [
+    ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</calls><|im_end|>', [WEATHER]),  # as rendered
+    ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": [9]}}}', [("get_weather", {"city": "Paris", "at": {"h": [9]}})]),
+    ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "get_time", "arguments": {}}<|im_end|>',
+     [WEATHER, ("get_time", {})]),
+])
+def test_a_json_call_run_may_leave_out_its_closer_at_the_end(text, calls):
+    """``<calls>\n{…}\n{…}`` with no ``</calls>`` where the reply ends (MiniMax-M1's parsers read it): the last
+    call ends before the turn's end or the text's end."""
+    msg = _parse("json-run-closed", text)
+    assert _calls(msg) == calls and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text", [
     '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
     '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key

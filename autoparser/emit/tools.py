@@ -121,7 +121,10 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     end = t.call_end.strip()
     # The run's closer (``</tool_calls>`` after the last call, MiniMax-M1) is the calls', consumed with them;
     # without one the call ends before the turn's end.
-    last = rf"\}}\s*{_flex(end)}\s*" if end else r"\}\s*(?=" + "|".join([esc(e) for e in ends] + [r"\Z"]) + ")"
+    # A closer left out where the reply ends (MiniMax-M1's parsers read ``<tool_calls>\n{…}`` ending at EOS):
+    # the call also ends before the turn's end or the text's end.
+    bare_end = r"\}\s*(?=" + "|".join([esc(e) for e in ends] + [r"\Z"]) + ")"
+    last = rf"\}}\s*{_flex(end)}\s*|{bare_end}" if end else bare_end
     field = {
         "open_pattern": rf"(?:(?:{opener})\s*|(?<=\}}{sep})){head}",
         "close_pattern": rf"\}}(?={sep}\{{\s*\"{name_key}\"\s*:)|" + last,
