@@ -152,6 +152,7 @@ WEATHER = ("get_weather", {"city": "Paris"})
     ('{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "get_time", "arguments": {}}', [WEATHER, ("get_time", {})], ""),
     ('{"name": "get_weather", "parameters": {"city": "Paris"}}\n{"name": "get_time", "parameters": {}}', [WEATHER, ("get_time", {})], ""),
     ('{"name": "get_weather", "parameters": {"city": "Paris"}} Done.', [WEATHER], "Done."),  # text after the call
+    ('{"type": "function", "name": "get_weather", "parameters": {"city": "Paris"}}', [WEATHER], ""),  # a key before the name
     ('{"name": "run", "parameters": {"code": "if x { y } else { z }", "n": {"a": [1, {"b": 2}]}}}',
      [("run", {"code": "if x { y } else { z }", "n": {"a": [1, {"b": 2}]}})], ""),  # braces in strings, nesting
 ])
@@ -160,6 +161,75 @@ def test_bare_json_calls_under_either_arguments_key(text, calls, content):
     writes; several calls come separated by ``;`` or a newline (vLLM's and SGLang's Llama 3 parsers)."""
     msg = _parse("json-bare", text)
     assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
+
+
+LONG = "x" * 600  # longer than the window a call is decided in (``CALL_WINDOW``): decided from its head
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', [WEATHER], ""),  # as rendered
+    ('<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>', [WEATHER], ""),  # the other key
+    ('Sure.\n<tool_call>{"parameters": {"city": "Paris"}, "name": "get_weather"}</tool_call>', [WEATHER], "Sure."),  # name last
+    ('<tool_call>{"id": 3, "name": "get_weather", "parameters": {"city": "Paris"}, "type": "function"}</tool_call>', [WEATHER], ""),
+    ('<tool_call>{"name": "get_weather", "parameters": {"city": "Paris"}}', [WEATHER], ""),  # the close stripped
+    ('<tool_call>{"name": "run", "parameters": {"code": "} { y }, \\"k\\": 1}", "n": {"a": [1, {"b": 2}]}}}</tool_call>'
+     '<tool_call>{"name": "get_time", "parameters": {}}</tool_call>',
+     [("run", {"code": '} { y }, "k": 1}', "n": {"a": [1, {"b": 2}]}}), ("get_time", {})], ""),  # braces in strings, nesting
+    (f'<tool_call>{{"name": "write", "parameters": {{"text": "{LONG}"}}}}</tool_call>', [("write", {"text": LONG})], ""),
+])
+def test_a_json_call_under_a_marker_under_either_arguments_key(text, calls, content):
+    """A JSON call object after its own marker has its arguments under ``parameters`` or ``arguments``,
+    whichever the template writes (SGLang's JSON call parsers read both for every such format; vLLM's
+    InternLM2 parser too), its name before or after them, other short keys beside them."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
+
+
+@pytest.mark.parametrize("text, calls", [
+    ('<|calls|>[{"id": "a1", "name": "get_weather", "arguments": {"city": "Paris"}}]<|eot|>', [WEATHER]),  # as rendered
+    ('<|calls|>[{"id": "a1", "name": "get_weather", "parameters": {"city": "Paris"}}, {"parameters": {}, "name": "get_time"}]',
+     [WEATHER, ("get_time", {})]),
+])
+def test_keyed_json_calls_under_either_arguments_key(text, calls):
+    """Call objects with keys beyond name and arguments (ids), in an array after a marker, take their
+    arguments under either key too (SGLang's Mistral detector reads both)."""
+    assert _calls(_parse("json-array-ids", text)) == calls
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<|calls|>[{"get_weather": {"city": "Paris"}}]<|/calls|><|eot|>', ""),  # as rendered
+    ('<|calls|>[{"get_weather": {"city": "Paris"}}]', ""),  # the section end left out, the turn's end stripped
+    ('Sure.<|calls|>[{"get_weather": {"city": "Paris", "at": [{"h": 9}]}}]<|eot|>', "Sure."),
+])
+def test_a_name_keyed_call_list_may_leave_out_its_section_end(text, content):
+    """``<|calls|>[{"f": {…}}]`` with no ``<|/calls|>`` (Apertus' parsers read ``<|tools_prefix|>[…]`` without
+    its suffix): the list's ``]`` before the turn's end or the text's end closes the last call."""
+    msg = _parse("json-name-key", text)
+    assert [name for name, _ in _calls(msg)] == ["get_weather"] and (msg.get("content") or "") == content, msg
+    assert isinstance(_calls(msg)[0][1], dict), msg
+
+
+@pytest.mark.parametrize("text, calls", [
+    ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</calls><|im_end|>', [WEATHER]),  # as rendered
+    ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": [9]}}}', [("get_weather", {"city": "Paris", "at": {"h": [9]}})]),
+    ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "get_time", "arguments": {}}<|im_end|>',
+     [WEATHER, ("get_time", {})]),
+])
+def test_a_json_call_run_may_leave_out_its_closer_at_the_end(text, calls):
+    """``<calls>\n{…}\n{…}`` with no ``</calls>`` where the reply ends (MiniMax-M1's parsers read it): the last
+    call ends before the turn's end or the text's end."""
+    msg = _parse("json-run-closed", text)
+    assert _calls(msg) == calls and not msg.get("content"), msg
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
+    '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key
+    '<tool_call>{"parameters": {"city": "Paris"}}</tool_call>',  # no name
+])
+def test_a_json_object_under_a_call_marker_that_is_no_call_stays_content(text):
+    msg = _parse("chatml-think", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
 
 
 def test_a_bare_json_call_cut_off_keeps_its_text():
@@ -201,6 +271,70 @@ def test_llama32_python_tag_before_json_calls(text, n):
     assert p.finalize()[0] == one
     assert _calls(one) == [WEATHER] * n, one
     assert one.get("content") == (text.partition("<|python_tag|>")[0].strip() or None), one
+
+
+PHI4_MINI = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "templates" / "vllm-phi4-mini-functools.jinja"
+
+
+@pytest.mark.parametrize("text, calls", [
+    ('{"name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER]),  # as the template renders history
+    ('functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', [WEATHER]),
+    ('functools[\n  {"name": "get_weather", "arguments": {"city": "Paris"}},\n  {"name": "get_time", "arguments": {}}\n]<|end|>',
+     [WEATHER, ("get_time", {})]),
+])
+def test_phi4_mini_functools_list(text, calls):
+    """workarounds/phi4-mini-functools.json: phi-4-mini writes its calls as ``functools[{…}, …]``, which its
+    template asks for in the system prompt but never renders (history has the objects alone): the lead is
+    optional before the run of calls, and the list it opens ends with ``]`` after the last call."""
+    if not PHI4_MINI.is_file():
+        pytest.skip(f"wild2 template {PHI4_MINI} not available")
+    src = PHI4_MINI.read_text(encoding="utf-8")
+    tokens = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+    res = autoparser.infer_result(src, tokens)
+    assert "phi4-mini-functools" in res.analysis.workarounds and res.verdict["fields"]["tool_calls"] in ("pass", "limit")
+    prefix = generation_prompt(src, tokens)
+    one = parse_response(text, res.template, prefix=prefix)
+    for size in (1, 3, 7):
+        p = ResponseParser(res.template, prefix=prefix)
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        assert p.finalize()[0] == one, (text, size)
+    assert _calls(one) == calls and not one.get("content"), one
+
+
+GRANITE = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "templates" / "vllm-granite-3.0-tool.jinja"
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]', ""),  # the template's token
+    ('<tool_call> [{"name": "get_weather", "arguments": {"city": "Paris"}}]', ""),  # the tag spelling
+    ('Sure. <tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|end_of_text|>', "Sure."),
+])
+def test_granite_tool_call_tag_opens_its_call_list(text, content):
+    """workarounds/granite-tool-call-tag.json: Granite writes ``<tool_call>`` for its ``<|tool_call|>`` token
+    (vLLM's granite parser, granite-io); ``call_start_variants`` opens a call with either."""
+    if not GRANITE.is_file():
+        pytest.skip(f"wild2 template {GRANITE} not available")
+    src = GRANITE.read_text(encoding="utf-8")
+    tokens = {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"}
+    res = autoparser.infer_result(src, tokens)
+    assert "granite-tool-call-tag" in res.analysis.workarounds and res.verdict["fields"]["tool_calls"] == "pass"
+    prefix = generation_prompt(src, tokens)
+    one = parse_response(text, res.template, prefix=prefix)
+    p = ResponseParser(res.template, prefix=prefix)
+    for i in range(0, len(text), 3):
+        p.feed(text[i : i + 3])
+    assert p.finalize()[0] == one
+    assert _calls(one) == [WEATHER] and (one.get("content") or "") == content, one
+
+
+def test_a_tool_call_tag_in_granite_prose_stays_content():
+    if not GRANITE.is_file():
+        pytest.skip(f"wild2 template {GRANITE} not available")
+    src = GRANITE.read_text(encoding="utf-8")
+    res = autoparser.infer_result(src, {"bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>"})
+    text = "Wrap calls in <tool_call> tags."
+    assert parse_response(text, res.template, prefix=generation_prompt(src)) == {"role": "assistant", "content": text}
 
 
 @pytest.mark.parametrize("header", ["tools.get_weather:0", "get_weather:0"])

@@ -178,3 +178,29 @@ def test_a_reply_of_calls_is_not_held_by_the_lone_close_window():
     assert held < 100, held
     msg, _ = _stream("forced-closed-calls", "Plan it.<|/think|>" + calls[:80] + "<|/turn|>", enable_thinking=True)
     assert msg["thinking"] == "Plan it." and len(msg["tool_calls"]) == 1
+
+
+def test_a_later_call_of_a_marker_less_json_run_decides_without_the_reply_start():
+    """``{…}{…}`` / one call per line with no marker (Llama 4's JSON template): a later call opens where the
+    previous call's close (which takes the separator) left the parser, not by looking back over every earlier
+    call to the reply's start (which re-read the run for every call: quadratic)."""
+    src = (MODELS / "json-glued.jinja").read_text(encoding="utf-8")
+    field = autoparser.infer_result(src).template["fields"]["tool_calls"]
+    opener = regex.compile(field["open_pattern"])
+    calls = [{"name": f"f{i}", "parameters": _args(i)} for i in range(50)]
+    text = "\n".join(json.dumps(c) for c in calls)
+    at = text.index('{"name": "f49"')
+    cut = at - 40  # the same decision on the text from 40 characters before the call
+    m = opener.search(text, at)
+    local = opener.search(text[cut:], at - cut)
+    assert m is not None and m.group("name") == "f49"
+    assert local is not None and local.span() == (m.start() - cut, m.end() - cut)
+    msg, held = _stream("json-glued", text)
+    assert [c["function"]["name"] for c in msg["tool_calls"]] == [c["name"] for c in calls]
+    assert held < HEAD, held
+
+
+def test_prose_never_opens_a_later_json_run_call():
+    text = 'See {"a": 1}\n{"name": "f", "parameters": {}} here.'
+    msg, _ = _stream("json-glued", text, delta=1)
+    assert msg["content"] == text and not msg.get("tool_calls")

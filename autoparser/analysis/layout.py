@@ -24,7 +24,8 @@ class NoGrammar(AutoparserError):
 KNOWN_TOOL_FIELDS = {"format", "family", "section_start", "section_end", "call_start", "name_suffix", "call_end", "call_separator",
                      "name_path", "args_path", "id_path", "array_wrapped", "name_is_key", "first_key", "index_in_header",
                      "id_in_header", "header_pattern", "arguments", "end_markers", "uncovered", "unreadable", "headed", "call_lead",
-                     "call_keys"}  # call_keys: the keys a call object holds, as the paths above already state them
+                     "call_keys", "call_start_variants"}  # call_keys: the keys a call object holds, as the paths above already state them;
+# call_start_variants: other spellings of the opener the parser also takes (a grammar writes the template's own)
 NAME = ("name",)  # a header item standing for the tool name
 
 

@@ -111,6 +111,9 @@ class Tools:
     # text written before every call's call_start except right after the generation prompt, where the
     # prompt already ends with it (a literal ``\\n`` after content and between calls)
     call_lead: str = ""
+    # Other spellings of call_start a model writes that no rendering shows (set by workarounds: Granite's
+    # ``<tool_call>`` for its ``<|tool_call|>`` token); each opens a call as call_start does
+    call_start_variants: tuple[str, ...] = ()
     # JSON_NATIVE: leading markers of call_start that open the content written with calls; the rest of
     # call_start follows that content (``<|python_start|>content<|python_end|>{call}``)
     content_opener: str = ""

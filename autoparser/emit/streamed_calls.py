@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
 from .markers import _flex, esc, literals, then_space
-from .tools import FENCE_OPEN, _call_head, _call_transform, _openers, _repr_args, tool_field
+from .tools import ARGS_KEYS, FENCE_OPEN, _call_head, _call_transform, _openers, _repr_args, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -48,8 +48,8 @@ def _sentinel_stop(field: dict) -> dict:
 
 def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A JSON array of call objects of exactly ``name`` and ``arguments`` after an opener
-    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object, read whole as the message's ``function`` (as
-    ``_json_whole``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
+    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object, read whole as the message's ``function``
+    (``{content}``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
     one right after the previous object's ``}`` and a comma; whether it is a call is decided as in
     ``_json_whole``: within ``CALL_WINDOW`` characters, a whole object of both keys followed by ``,`` or ``]``,
     or a long call's head. A call closes at its ``}`` before ``, {"name"`` (the next call) or before ``]`` and
@@ -101,22 +101,71 @@ def _args_first(t: Tools) -> bool:
             and t.call_keys == (t.args_path[0], t.name_path[0]))
 
 
+_PAIR_VALUE = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # another key's value in a call object: a short string or scalar
+
+
+def _either_key(t: Tools) -> bool:
+    """A call object ``{"name": …, "arguments"|"parameters": …}``: the two spellings of its arguments key."""
+    return t.name_path == ("name",) and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
+
+
 def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
-    r"""A JSON call object of exactly ``name`` and ``arguments`` between an opener and a close marker
-    (``<tool_call>{"name": "f", "arguments": {…}}</tool_call>``): the region is the object, read whole as the
-    message's ``function`` (``{content}``, as transformers' own Qwen template reads it). Nothing is indexed
-    into the parsed value, so no text makes the parser raise: an object that does not parse comes back as
-    its text (``allow_non_json``, added by ``never_raises``).
+    r"""A JSON call object of a name and arguments between an opener and a close marker
+    (``<tool_call>{"name": "f", "arguments": {…}}</tool_call>``: Qwen 2.5/3, Hermes, Granite 4, MiMo, InternLM2).
+    Models write the arguments under either key, ``arguments`` or ``parameters``, whatever the template
+    writes (SGLang's JSON call parsers read ``act.get("parameters") or act.get("arguments")`` for every such
+    format; vLLM's InternLM2 parser reads both), so the region is the arguments and the name a capture: one
+    transform reads both spellings, and nothing is indexed into the parsed value, so no text raises
+    (arguments that do not parse come back as their text, ``allow_non_json``).
 
     Whether the text after the opener is a call is decided within ``CALL_WINDOW`` characters: a call whose
-    object ends within them is one when it is a JSON object with both keys followed by the close (or the
-    turn's end, or the end of the text), and text that is not stays in content, visible; a call longer than
-    the window is one when its head is ``{"name": "…", "arguments":`` and no close came. So a stream holds
-    back at most the window and re-reads no more than it per delta, and a long argument streams as it
-    arrives. Checking the whole value before the call opened held a call back until its end and re-read it
-    on every delta (a 64k-character argument: quadratic). The price: a malformed call longer than the
-    window is a call whose ``function`` is its text, and a close marker inside a string argument of a long
-    call ends it there."""
+    object ends within them is one when it is a JSON object with a name and either key, followed by the
+    close (or the turn's end, or the end of the text), and text that is not stays in content, visible; a
+    call longer than the window is one when its head is ``{"name": "…", "arguments"|"parameters":`` and no
+    close came. So a stream holds back at most the window and re-reads no more than it per delta, and a
+    long argument streams as it arrives (checking the whole value first was quadratic). A short call's name
+    is read by a lookahead inside the object, so it may stand after the arguments (``{"arguments": {…},
+    "name": "f"}``); other keys with a short scalar value may stand before or after them. The price: a name
+    with JSON escapes, or other keys holding containers before the arguments, is no call (content); a close
+    marker inside a string argument ends the call there (its arguments come back as their text)."""
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
+    close = _flex(_loose(end))
+    stops = "|".join([close, *literals(ends)])
+    dialect = _Dialect()
+    keys = "(?:" + "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS])) + ")"
+    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
+    # The object has a name and an arguments key (either spelling), found by skipping pairs as ``object_with``.
+    skip = rf'(?:{dialect.skip_string}){_W}:(?:[^{{}}\[\],\"]++|{dialect.skip_string}|(?&jb))*+,{_W}'
+    name = rf'(?={_W}(?:{skip})*?"name"{_W}:{_W}"(?P<name>[^"\\]{{1,256}})"{_W}[,}}])'
+    shape = rf"(?={_W}(?=\{{{name}(?={_W}(?:{skip})*?\"{keys}\"{_W}:))(?&jo))"
+    short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z)){shape}"
+    head = rf'\{{\s*"name"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*,\s*"{keys}"\s*:\s*'
+    long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
+    pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{_PAIR_VALUE})'
+    # Up to the arguments: the object's ``{`` and the keys before them (the name among them, or not).
+    to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
+    field: dict = {"open_pattern": f"(?P<name>){opener}(?:{long}|{short}){to_args}{dialect.define()}"}
+    # After the arguments: the keys after them (the name, when it stands there), the object's ``}``, the close.
+    tail = rf"(?:\s*,\s*{pair}){{0,4}}\s*\}}"
+    # (or the turn's end, or the end of the text: engines strip the stop marker)
+    finals = "|".join([*literals(ends), r"\Z"])
+    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|{tail}\s*(?={finals})"
+    field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": _call_transform("{name}", "{content}", None)})
+    return field, []
+
+
+
+def _json_dialect_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+    r"""A call object whose arguments are written in a dialect's strings (``string_delims``: a Python dict) and
+    whose name follows them (wild 063's ``{"arguments": {'k': 'v'}, "name": "f"}``), between an opener and a
+    close marker: the region is the object, read whole as the message's ``function`` (``{content}``), decided
+    within ``CALL_WINDOW`` characters as ``_json_whole`` decides. Not the name a capture: a name after the
+    arguments would be a close's capture, which the engines' older ``chat_parsing`` drops (the call's name
+    empty there); and a lookahead past dialect strings for it would have to read the dialect. The price: a
+    malformed call longer than the window is a call whose ``function`` is its text (§9, through the engines),
+    and a close marker inside a string argument of a long call ends it there."""
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
     close = _flex(_loose(end))
@@ -146,7 +195,6 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
                   "transform": {"type": "function", "function": "{content}"}})
     return field, []
 
-
 def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A JSON call that opens on its head, ``<|function_call|>{"name": "<name>", "parameters": `` (the name a
     capture), and whose region is the arguments: committable from a bounded look (the head), and the
@@ -161,6 +209,8 @@ def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, l
     string holding ``}`` and the close marker ends the call there."""
     _, head = _call_head(t)
     head = head.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")  # a bounded look, even at a name never closed
+    if _either_key(t):  # the arguments under either key (``_json_whole``)
+        head = head.replace(rf'\"{re.escape(t.args_path[0])}\"', '\"(?:' + "|".join(ARGS_KEYS) + ')\"')
     openers = sorted(_openers(t, start), key=len, reverse=True)
     open_pattern = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + rf")\s*{head}"
     finals = literals(ends) + [r"\Z"]
@@ -230,7 +280,9 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # Before the arguments: keys that hold the name, or none at all (the name then follows them); an object whose
     # keys before the arguments hold no name is no call (content).
     named = rf"(?:(?:{pair}\s*,\s*){{0,{others}}}?{_keyed_pair(name_key, name_key, id_key)}\s*,\s*(?:{pair}\s*,\s*){{0,{others}}})?"
-    head = rf"\{{\s*{named}\"{re.escape(args_key)}\"\s*:\s*"
+    # The arguments under either key where the object names its call ``name`` (as ``_json_whole``).
+    args_keys = "(?:" + "|".join(re.escape(k) for k in dict.fromkeys([args_key, *ARGS_KEYS])) + ")" if _either_key(t) else re.escape(args_key)
+    head = rf"\{{\s*{named}\"{args_keys}\"\s*:\s*"
     tail = rf"(?:\s*,\s*{pair}){{0,{others}}}"
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
@@ -241,7 +293,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # next 20 characters (``}]</s>"`` is inside a string; ``\x00`` is what transformers appends to see whether a
     # match at the buffer's edge is final: a shorter tail decides only at the text's end), or a second list.
     open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"](?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|(?=\s*\[)"
-    firsts = "|".join(re.escape(k) for k in keys)
+    firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
         field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
@@ -346,7 +398,7 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         if start and end and _args_first(t):
             # The name after the arguments: a keyed call would capture it in its close, which the engines'
             # older chat_parsing drops (the call's name empty); the object read whole keeps it.
-            field, w = _json_whole(t, start, end, ends)
+            field, w = _json_dialect_whole(t, start, end, ends)
         elif start and _keyed_decides(t):
             field, w = _sentinel_stop(_json_keyed(t, start, end, ends)[0]), []
         else:
@@ -354,7 +406,7 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     elif start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
         field, w = _json_array_whole(t, start, end, ends)
     elif start and _head_decides(t):
-        field, w = _json_whole(t, start, end, ends) if end and t.call_keys == ("name", "arguments") else _json_head(t, start, end, ends)
+        field, w = _json_whole(t, start, end, ends) if end and _either_key(t) else _json_head(t, start, end, ends)
     elif start and _keyed_decides(t):
         field, w = _json_keyed(t, start, end, ends)
     elif _nested_decides(t):

@@ -24,8 +24,10 @@ def one(values: list[str]) -> str | list[str]:
 
 
 def _openers(t: Tools, start: str) -> list[str]:
-    """The call's opener, also with the non-whitespace lead written before every call but the first."""
-    return [t.call_lead + start, start] if t.call_lead else [start]
+    """The call's opener, also with the non-whitespace lead written before every call but the first; and the
+    other spellings of the opener a workaround names (``call_start_variants``)."""
+    starts = [start, *(v.strip() for v in t.call_start_variants if v.strip() and v.strip() != start)] if start else [start]
+    return [t.call_lead + s for s in starts] + starts if t.call_lead else starts
 
 
 def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
@@ -36,10 +38,13 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     if t.name_is_key:
         sec = _flex(start)
         close_tail = _flex(end)
+        # The list's section end may be left out where the reply ends after the list (Apertus' parsers read
+        # ``<|tools_prefix|>[{…}]`` with no ``<|tools_suffix|>``), as for any JSON call list (§9).
+        finals = "|".join([*literals(ends), r"\Z"])
         field = {
             "open_pattern": rf"(?:{sec}\s*\[\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
             # The next call is ``, {"name": {`` : an object inside the arguments rarely looks like that.
-            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
+            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|\]\s*(?={finals})|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
             "repeats": True,
             "content": "json",
             "transform": _call_transform("{name}", "{content}", None),
@@ -161,8 +166,12 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     that no JSON value continues with ends the call."""
     name_key = re.escape(t.name_path[0])
     keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
-    head = rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
-    loose_head = rf"\{{\s*\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
+    # Other keys with a short scalar value may come before the name (``{"type": "function", "name": …}``, the
+    # call Llama 3.1's model card shows; vLLM's Llama 3 JSON parser reads the name and arguments whatever else
+    # the object holds).
+    other = rf"(?:\"(?!{name_key}\"|(?:{keys})\")[^\"\\\n]{{1,64}}\"\s*:\s*(?:\"[^\"\\\n]{{0,64}}\"|[-+.\w]{{1,64}})\s*,\s*){{0,3}}"
+    head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
+    loose_head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
     # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
     sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
@@ -195,20 +204,28 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
 def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[dict, list[str]]:
     r"""Calls with no marker written one after another with a separator (``{…};{…}``, one per line):
     as ``_json_run``, each call opens on its object's head, the first at the very start of the reply
-    (or right after the reasoning), a later one only after the previous object and the separator when
-    everything before it is such objects (a lookbehind to the start, run last), so a JSON object in
-    prose stays content. The separator is consumed by the close."""
+    (or right after the reasoning), a later one only where the previous call's close left the parser
+    (``\G``, after the object and the separator the close consumed), so a JSON object in prose stays
+    content; as in ``_bare_json_calls``, an open alternative that never matches is pending from a ``}``
+    through a separator and a head, so the parser never stops there in prose. A lookbehind to the reply's
+    start over every earlier call decided the same, re-reading the run for each call (quadratic).
+
+    A lead the model writes before the run (``call_lead``, set by a workaround: phi-4-mini's ``functools[``,
+    which its template asks for in the system prompt and never renders) is optional before the first call;
+    a lead that opens a JSON list is closed by the list's ``]`` after the last call."""
     name_key, head = _call_head(t)
+    loose = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     raw = t.call_separator
     # Calls the template glues (``{…}{…}``) a model writes glued or one per line.
     sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
-    obj = r"(?P<ob>\{(?:[^{}\"]|\"(?:[^\"\\]|\\.)*\"|(?&ob))*\})"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
-    first = "(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*"
+    lead = rf"(?:{esc(t.call_lead.strip())}\s*)?" if t.call_lead.strip() else ""
+    first = ("(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*") + lead
+    list_end = r"(?:\]\s*)?" if t.call_lead.strip().endswith("[") else ""
     finals = [esc(e) for e in ends] + [r"\Z"]
     field = {
-        "open_pattern": rf"(?:{first}|(?<=\}}{sep})(?<={first}(?:{obj}{sep})+)){head}",
-        "close_pattern": rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*(?=" + "|".join(finals) + ")",
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)",
+        "close_pattern": rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")",
         "repeats": True,
         "content": "json",
         "transform": _call_transform("{name}", "{content}", None),
