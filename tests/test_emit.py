@@ -184,12 +184,14 @@ def test_a_long_json_argument_streams_as_it_arrives():
 
 @pytest.mark.parametrize("tail", ["", "<|im_end|>", "\n</tool_call>\nMore.<|im_end|>"])
 def test_a_long_call_that_breaks_is_kept_as_text(tail):
-    """Past the window a call with a call's head is one: cut or malformed later, its object comes back as its
-    text in ``function`` (never raised, nothing lost); a short one that is not JSON stays content."""
+    """Past the window a call with a call's head is one: cut or malformed later, it is a call named as written
+    whose arguments are their text (never raised, nothing lost), never a ``function`` that is a string, which
+    servers drop (vLLM) or reject (``transformers serve``); a short one that is not JSON stays content."""
     spec = template("chatml-think")
     text = '<tool_call>\n{"name": "write_file", "arguments": {"content": "' + "x" * 2000 + tail
     for msg in both(spec, text):
-        assert "x" * 2000 in msg["tool_calls"][0]["function"]
+        function = msg["tool_calls"][0]["function"]
+        assert function["name"] == "write_file" and "x" * 2000 in function["arguments"]
 
 
 def test_a_long_call_in_a_json_array_streams_and_the_next_one_opens_after_it():

@@ -101,12 +101,24 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     _, head = _call_head(t)
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
-    field: dict = {"open_pattern": f"{opener}(?:{long}|{short}){dialect.define()}"}
+    # Then the head is consumed, the name captured: the region is the arguments, so a long call cut or
+    # malformed after the window is a call named as written whose arguments are its text, never a
+    # ``function`` that is a string (which servers drop or reject). A short call may put its arguments first
+    # (``{"arguments": {…}, "name": "f"}``): its name is captured by a look past them (within the window,
+    # where the whole object was checked), and the close takes the name key after them.
+    name_key, named = _call_head(t)
+    named = named.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")
+    args_key = re.escape(t.args_path[0])
+    name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
+    args_first = (rf'(?={short}\s*\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
+                  rf'\s*\{{\s*"{args_key}"\s*:\s*')
+    field: dict = {"open_pattern": rf"{opener}(?:(?:{long}|{short})\s*{named}|{args_first}){dialect.define()}"}
     # The object's ``}`` then the close: a close marker inside a string argument is text.
-    field["close_pattern"] = rf"(?<=\}})\s*{then_space(close)}" + (rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})" if ends else "")
+    finals = "|".join([*literals(ends), r"\Z"])
+    field["close_pattern"] = rf"(?:{name_pair})?\}}\s*{then_space(close)}|(?:{name_pair})?\}}\s*(?={finals})"
     # ``allow_non_json`` here: ``never_raises`` leaves a field whose open already checks a value alone.
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
-                  "transform": {"type": "function", "function": "{content}"}})
+                  "transform": _call_transform("{name}", "{content}", None)})
     return field, []
 
 
