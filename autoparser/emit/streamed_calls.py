@@ -54,9 +54,10 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     named = named.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")
     args_key = re.escape(t.args_path[0])
     name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
-    args_first = (rf'(?={short}\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
+    args_first = (rf'(?=\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
                   rf'\{{\s*"{args_key}"\s*:\s*')
-    decide = f"(?:(?:{long}|{short}){named}|{args_first})"
+    # (the short check runs once: a call still arriving fails it on every delta)
+    decide = f"(?:{long}{named}|{short}(?:{named}|{args_first}))"
     later = r"(?<=\}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
@@ -121,9 +122,10 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     named = named.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")
     args_key = re.escape(t.args_path[0])
     name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
-    args_first = (rf'(?={short}\s*\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
+    args_first = (rf'(?=\s*\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
                   rf'\s*\{{\s*"{args_key}"\s*:\s*')
-    field: dict = {"open_pattern": rf"{opener}(?:(?:{long}|{short})\s*{named}|{args_first}){dialect.define()}"}
+    # (the short check runs once: a call still arriving fails it on every delta)
+    field: dict = {"open_pattern": rf"{opener}(?:{long}\s*{named}|{short}(?:\s*{named}|{args_first})){dialect.define()}"}
     # The object's ``}`` then the close: a close marker inside a string argument is text.
     finals = "|".join([*literals(ends), r"\Z"])
     field["close_pattern"] = rf"(?:{name_pair})?\}}\s*{then_space(close)}|(?:{name_pair})?\}}\s*(?={finals})"
