@@ -256,8 +256,9 @@ def test_a_long_json_argument_streams_as_it_arrives():
 
 @pytest.mark.parametrize("tail", ["", "<|im_end|>", "\n</tool_call>\nMore.<|im_end|>"])
 def test_a_long_call_that_breaks_is_kept_as_text(tail):
-    """Past the window a call with a call's head is one: cut or malformed later, it keeps its name and its
-    arguments come back as their text (never raised, nothing lost); a short one that is not JSON stays content."""
+    """Past the window a call with a call's head is one: cut or malformed later, it is a call named as written
+    whose arguments are their text (never raised, nothing lost), never a ``function`` that is a string, which
+    servers drop (vLLM) or reject (``transformers serve``); a short one that is not JSON stays content."""
     spec = template("chatml-think")
     text = '<tool_call>\n{"name": "write_file", "arguments": {"content": "' + "x" * 2000 + tail
     for msg in both(spec, text):
@@ -278,6 +279,22 @@ def test_a_long_call_in_a_json_array_streams_and_the_next_one_opens_after_it():
     assert [c["function"] for c in msg["tool_calls"]] == calls
     for msg in both(spec, "Hi.[CALLS][garbage][/CALLS][END]"):
         assert "tool_calls" not in msg and "[CALLS][garbage]" in msg["content"]
+
+
+@pytest.mark.parametrize("tail", ["", "[END]", "}, {\"name\": \"f\", \"arguments\": {}}][/CALLS][END]"])
+def test_a_long_call_in_a_json_array_that_breaks_is_a_call_with_text_arguments(tail):
+    """Past the window a call in an array is one on its head: cut or malformed later, it is named as written
+    and its arguments are their text, never a ``function`` that is a string (servers drop or reject one);
+    arguments written before the name are read in a short call."""
+    spec = template("tools-only")
+    text = '[CALLS][{"name": "write_file", "arguments": {"content": "' + "x" * 2000 + tail
+    for msg in both(spec, text):
+        function = msg["tool_calls"][0]["function"]
+        assert function["name"] == "write_file" and "x" * 2000 in function["arguments"], msg
+    calls = [{"arguments": {"city": "Paris"}, "name": "get_weather"}, {"name": "get_time", "arguments": {}}]
+    for msg in both(spec, "[CALLS]" + json.dumps(calls) + "[/CALLS][END]"):
+        assert [c["function"] for c in msg["tool_calls"]] == [{"name": "get_weather", "arguments": {"city": "Paris"}},
+                                                              {"name": "get_time", "arguments": {}}], msg
 
 
 def test_a_call_array_ends_at_the_turn_end_its_section_end_holds():

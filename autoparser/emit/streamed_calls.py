@@ -48,8 +48,8 @@ def _sentinel_stop(field: dict) -> dict:
 
 def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A JSON array of call objects of exactly ``name`` and ``arguments`` after an opener
-    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object, read whole as the message's ``function``
-    (``{content}``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
+    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object's arguments, the name a capture (as
+    ``_json_whole``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
     one right after the previous object's ``}`` and a comma; whether it is a call is decided as in
     ``_json_whole``: within ``CALL_WINDOW`` characters, a whole object of both keys followed by ``,`` or ``]``,
     or a long call's head. A call closes at its ``}`` before ``, {"name"`` (the next call) or before ``]`` and
@@ -57,7 +57,8 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
 
     The array read as one region, checked whole before it opened, held every call back until the array
     ended and re-read it on every delta. The price: an argument holding ``}, {"name"`` splits its call there
-    (the call's text is kept), and the array's own ``[``/``]`` are consumed by the calls, not read."""
+    (the call's text is kept), the array's own ``[``/``]`` are consumed by the calls, not read, and a name
+    with a JSON escape is no call."""
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + r")\s*\[\s*"
     finals = ([_flex(_loose(end))] if end else []) + literals(ends)
@@ -68,7 +69,16 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     _, head = _call_head(t)
     head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
     long = rf"(?={head}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
-    decide = f"(?:{long}|{short})"
+    # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
+    # arguments; a short object with its arguments first has its name captured by a look past them.
+    name_key, named = _call_head(t)
+    named = named.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")
+    args_key = re.escape(t.args_path[0])
+    name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
+    args_first = (rf'(?=\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
+                  rf'\{{\s*"{args_key}"\s*:\s*')
+    # (the short check runs once: a call still arriving fails it on every delta)
+    decide = f"(?:{long}{named}|{short}(?:{named}|{args_first}))"
     later = r"(?<=\}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
@@ -77,12 +87,13 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     # (HyperCLOVAX's ``]<|im_end|><|stop|>``) is never written whole, as the model stops at that marker.
     bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))"
     tail = rf"\s*\]{bare}" if not end else rf"\s*\](?:\s*{then_space(_flex(_loose(end)))}|{bare})"
-    close = rf"(?<=\}})\s*,\s*(?=\{{\s*\"name\")|(?<=\}}){tail}"
+    obj_end = rf"(?:{name_pair})?\}}"
+    close = rf"{obj_end}\s*,\s*(?=\{{\s*\"(?:{name_key}|{args_key})\")|{obj_end}{tail}"
     if ends:
-        close += rf"|(?<=\}})\s*(?={'|'.join(literals(ends))})"
+        close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
-                  "transform": {"type": "function", "function": "{content}"}})
+                  "transform": _call_transform("{name}", "{content}", None)})
     return field, []
 
 
