@@ -271,11 +271,12 @@ def value_ends_text(field: dict) -> dict:
     return field
 
 
-def closer_left_out(field: dict, list_opener: str = "") -> dict:
+def closer_left_out(field: dict, list_opener: str = "", ends=()) -> dict:
     r"""JSON calls after one opener that a closer ends once (``<tool_calls>\n{…}\n{…}\n</tool_calls>``,
     ``<|tools_prefix|>[{"f": {…}}]<|tools_suffix|>``), whose closer the model left out at the end of the
     text (vLLM's MiniMax-M1 and Apertus parsers read such calls): the last call also closes at its object's
-    ``}`` (and the list's ``]``) where the text ends, when the calls are complete JSON (``\Z``, then a
+    ``}`` (and the list's ``]``) where the text ends or its turn's end marker follows, when the calls are
+    complete JSON (``\Z``, then a
     lookbehind, as ``value_ends_text``). Before, the region ran to the end and the arguments came back as
     their text with the call's ``}`` and ``]``.
 
@@ -291,10 +292,12 @@ def closer_left_out(field: dict, list_opener: str = "") -> dict:
     if (field.get("content") != "json" or not close or not close.startswith(r"\}") or not head
             or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", head) or not (field.get("content_args") or {}).get("allow_non_json")):
         return field
+    # (or right before the turn's end marker ``ends``, where the text still holds it)
+    stop = r"(?:\Z|(?=" + "|".join(esc(e) for e in ends) + "))" if ends else r"\Z"
     if list_opener:
-        end = rf"\}}\s*\]\s*\Z(?<={esc(list_opener)}\s*{nested_value()}\s*)"
+        end = rf"\}}\s*\]\s*{stop}(?<={esc(list_opener)}\s*{nested_value()}\s*)"
     else:
-        end = rf"\}}\s*\Z(?<={head}{nested_value()}\s*\}}\s*)"
+        end = rf"\}}\s*{stop}(?<={head}{nested_value()}\s*\}}\s*)"
     field["close_pattern"] = close + "|" + end
     return field
 

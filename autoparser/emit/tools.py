@@ -715,5 +715,5 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     if not t.call_end.strip() and not t.section_end.strip():
         field = value_ends_text(field)
     elif t.format == "JSON_NATIVE" and (t.shared_start or t.array_wrapped) and markers(t.call_start.strip()) and markers(t.call_end.strip()):
-        field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "")
+        field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "", [e.strip() for e in ends if e.strip()])
     return field, warnings + w
