@@ -6,6 +6,7 @@ vLLM's ``hf`` parser with the text, and makes ``transformers serve`` raise (docs
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,12 @@ DIRS = [SHARED / "templates", SHARED / "wild" / "templates", SHARED / "wild2" / 
 TEMPLATES = [p for d in DIRS if d.is_dir() for p in sorted(d.glob("*.jinja"))]
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 pytestmark = pytest.mark.skipif(not TEMPLATES, reason=f"templates not found under {SHARED} (../shared is absent)")
+
+# A dialect's call object (a Python dict's strings) whose name may follow its arguments is read whole as
+# ``function`` (``emit/streamed_calls.py::_json_dialect_whole``): past the window its name is nowhere a bounded
+# look can read it, and a close's capture is dropped by the engines' older chat_parsing. Its cut call comes back
+# as ``function`` text (nothing lost in transformers; FORMATS §9 says what the engines do with it).
+READ_WHOLE = {"063-timestep"}
 
 ARGUMENT = "".join(f"line {i}: the model writes a long file, one line after another; " for i in range(60))  # ~3.7k
 
@@ -54,4 +61,7 @@ def test_a_call_cut_inside_a_long_argument_is_a_call_with_a_name(path):
         msg = parse_response(text[:cut], res.template, prefix=prompt)
         for call in msg.get("tool_calls") or []:
             function = call.get("function") if isinstance(call, dict) else None
+            if path.stem in READ_WHOLE:
+                assert ARGUMENT[:200] in json.dumps(function), (cut, call)  # its text, not lost
+                continue
             assert isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"], (cut, call)

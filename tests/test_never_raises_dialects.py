@@ -1,10 +1,11 @@
 """A JSON call object read in a dialect never raises either (docs/FORMATS.md §7b, never raise).
 
 The json content parser reads a dialect by rewriting the region (each ``string_delims`` pair's strings, then
-bare keys) and raises when the result is no JSON; a transform indexing into the call (``{content.name}``)
-leaves no ``allow_non_json`` to fall back on. So the open's shape check speaks the dialect: a call that is
-not a value of that shape (cut, malformed, Python's ``True``, a quote inside a string the rewrite would
-split) is no call, and its text stays in content. Checked on the team's HTML-escaped and Python-dict
+bare keys) and raises when the result is no JSON and nothing allows that, or when the region holds its
+sentinels ``\x01``/``\x02``. So the open's shape check speaks the dialect: a short call that is not a value of
+that shape (cut, malformed, Python's ``True``, a quote inside a string the rewrite would split) is no call, and
+its text stays in content; a call longer than ``CALL_WINDOW`` is read whole as ``function`` with
+``allow_non_json``, its region ending before a sentinel (docs/FORMATS.md §9). Checked on the team's HTML-escaped and Python-dict
 argument examples, parsed with transformers' own ``parse_response`` and streamed through ``ResponseParser``.
 """
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 import autoparser
+from autoparser.emit.streamed_calls import SENTINEL_STOP
 
 ROOT = Path(__file__).resolve().parents[1]
 DIALECTS = {"json-html-args": "&#34;", "json-repr-args": "'"}
@@ -42,9 +44,13 @@ def _parse(template: dict, text: str, size: int) -> tuple[dict, dict]:
 
 @pytest.mark.parametrize("name", sorted(DIALECTS))
 def test_dialect_template_keeps_its_shape_check(name):
+    """Within ``CALL_WINDOW`` the open checks a call's shape in the dialect (a short call that is no value of that
+    shape stays content); a longer one opens on its head and is read whole as ``function`` (nothing indexed, so
+    ``allow_non_json``), its region ending before the parser's sentinels (docs/FORMATS.md §9)."""
     field = _template(name)["fields"]["tool_calls"]
     assert field["content_args"]["string_delims"] == [[DIALECTS[name], DIALECTS[name]]]
-    assert "(?&jb)" in field["open_pattern"] and "allow_non_json" not in field["content_args"]
+    assert "(?&jb)" in field["open_pattern"] and field["content_args"].get("allow_non_json")
+    assert field["transform"]["function"] == "{content}" and field["close_pattern"].endswith(SENTINEL_STOP)
 
 
 @pytest.mark.parametrize("name", sorted(DIALECTS))

@@ -27,7 +27,7 @@ def _plain_json(t: Tools) -> bool:
 def _quoted_dialect(t: Tools) -> bool:
     """A call object in standard JSON whose arguments are written in a dialect's strings (``string_delims``: a
     Python dict, wild 063's ``{"arguments": {'k': 'v'}, "name": "f"}``; HTML-escaped quotes): read by
-    ``_json_keyed`` (the name first) or ``_json_whole`` (the name after the arguments), the region ending before
+    ``_json_whole`` (a name and arguments between markers) or ``_json_keyed`` (more keys), the region ending before
     the json parser's sentinels (``_sentinel_stop``)."""
     return (not t.name_is_key and not t.shared_start and bool(t.arguments.string_delims) and not t.arguments.unquoted_keys
             and _Dialect(t.arguments.string_delims).sound())
@@ -105,11 +105,11 @@ def _head_decides(t: Tools) -> bool:
             and t.call_keys == (t.name_path[0], t.args_path[0]))
 
 
-def _args_first(t: Tools) -> bool:
-    """A call object of exactly an arguments and a name key, the arguments first (wild 063's
-    ``{"arguments": {'k': 'v'}, "name": "f"}``): the name follows a value of any length."""
+def _name_and_args(t: Tools) -> bool:
+    """A call object of exactly a name and an arguments key, in either order (wild 063 writes
+    ``{"arguments": {'k': 'v'}, "name": "f"}``: the name after a value of any length)."""
     return (not t.array_wrapped and not t.id_path and len(t.name_path) == len(t.args_path) == 1
-            and t.call_keys == (t.args_path[0], t.name_path[0]))
+            and sorted(t.call_keys) == sorted((t.name_path[0], t.args_path[0])))
 
 
 _PAIR_VALUE = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # another key's value in a call object: a short string or scalar
@@ -406,7 +406,7 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     ends = list(a.turn.end_markers)
     warnings = [f"not covered: {u}" for u in t.uncovered]
     if not _plain_json(t):  # a dialect's strings (a Python dict): one call object per opener, its keys in JSON
-        if start and end and _args_first(t):
+        if start and end and _name_and_args(t):
             # The name after the arguments: a keyed call would capture it in its close, which the engines'
             # older chat_parsing drops (the call's name empty); the object read whole keeps it.
             field, w = _json_dialect_whole(t, start, end, ends)
