@@ -1,5 +1,6 @@
 """Regex text for literal markers: escaping, the whitespace a marker run may hold, and closes that are safe while
-a longer marker may still be arriving. Shared by every builder of the emitter."""
+a longer marker may still be arriving; and the message shape of a call every builder's transform writes. Shared
+by every builder of the emitter."""
 
 from __future__ import annotations
 
@@ -120,3 +121,15 @@ def flex_pattern(pattern: str) -> str:
         out.append(a)
     flush(False)
     return "".join(out)
+
+
+_SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
+SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
+
+
+def _call_transform(name: str, args: str, id_: str | None) -> dict:
+    t: dict = {"type": "function"}
+    if id_:
+        t["id"] = id_
+    t["function"] = {"name": name, "arguments": args}
+    return t

@@ -7,8 +7,8 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
-from .markers import _flex, esc, literals, then_space
-from .tools import ARGS_KEYS, FENCE_OPEN, _call_head, _call_transform, _openers, _repr_args, tool_field
+from .markers import _call_transform, _flex, esc, literals, then_space
+from .tools import ARGS_KEYS, FENCE_OPEN, _call_head, _openers, _repr_args, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 

@@ -27,7 +27,8 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
 from .markers import esc, literals, prefix_safe, then_space
-from .tools import dropped_section, one, token_after_list
+from .pythonic import token_after_list
+from .tools import dropped_section, one
 
 
 WS_RUN = 64  # the longest whitespace run a delimiter pattern absorbs
@@ -263,7 +264,7 @@ def _literal_prefix(pattern: str) -> tuple[str, str]:
     return "".join(out), pattern[i:]
 
 
-SPECIAL_OPENERS = ("<|", "<｜")  # how a special token begins (``tools.SPECIAL``): one the analysis never saw is no text either
+SPECIAL_OPENERS = ("<|", "<｜")  # how a special token begins (``markers.SPECIAL``): one the analysis never saw is no text either
 
 
 def parts_from(marks) -> str:

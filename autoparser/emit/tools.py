@@ -8,15 +8,8 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import _flex, esc, flex_pattern, literals, then_space
-
-def _call_transform(name: str, args: str, id_: str | None) -> dict:
-    t: dict = {"type": "function"}
-    if id_:
-        t["id"] = id_
-    t["function"] = {"name": name, "arguments": args}
-    return t
-
+from .markers import SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space
+from .pythonic import _pythonic
 
 def one(values: list[str]) -> str | list[str]:
     """A literal list of one is written as the literal itself."""
@@ -235,8 +228,6 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     return field, warnings
 
 
-_SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
-SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 
 
 def _tag_like(opener: str) -> bool:
@@ -522,127 +513,6 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings
-
-
-# Python literals for the pythonic argument grammar: quoted strings, bracketed lists/dicts matched
-# recursively, and bare atoms (numbers, True, None).
-_Q1 = r"'(?:[^'\\]|\\.)*'"
-_Q2 = r'"(?:[^"\\]|\\.)*"'
-_NEST = rf"(?P<nest>\[(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\]|\{{(?:[^\[\]{{}}'\"]|{_Q1}|{_Q2}|(?&nest))*\}})"
-_NEST2 = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")  # beside a value group of its own
-
-
-# Each value whole, quotes included, for values a template writes as JSON (``tojson``): the json parser
-# reads strings with their escapes, lists and dicts; True/None and other bare words come back as text,
-# which ``tools=`` casts by the schema.
-_PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST2}|[^,\s()\[\]{{}}'\"]+" + rf"|{_Q1[:-1]}\Z|{_Q2[:-1]}\Z"  # a string cut off, as above
-PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
-
-# Values spelled as Python writes them (a template that prints ``{{ v }}``, or none the diffs saw): the
-# spelling carries the type. Every value goes through one json parser that reads ' as a string delimiter;
-# what is handed to it decides what comes back:
-# - a quoted string whose text JSON reproduces exactly (single-quoted with no backslash; double-quoted
-#   with no backslash, quote, apostrophe or control character) whole, quotes included: a string, always
-#   (``"42"`` stays "42", ``'a "b"'`` is a "b");
-# - any other quoted string: the text between its quotes, as written (``"a\nb"`` keeps its backslash, as
-#   llama.cpp reads it; ``'it\'s'`` its escape), which no json decoder reads, so it stays text;
-# - a bracketed list or dict whole: JSON or Python quoting read as a list/dict (``['a','b']``); one
-#   holding True/None is no JSON and comes back as its text;
-# - a bare atom: ``42``, ``0.95``, ``true``, ``null`` typed; ``True``/``None``/``celsius`` as text
-#   (``tools=`` casts True/None by the schema).
-# ``strip`` off: a value that is not JSON keeps its spaces.
-_SQ_EXACT = r"'[^'\\]*'"
-_DQ_EXACT = r'"[^"\\\'\x00-\x1f]*"'
-_PY_TYPED = (rf"(?P<value>{_SQ_EXACT}|{_DQ_EXACT}|{_NEST2}|[^,\s()\[\]{{}}'\"]+)"
-             rf"|'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\""
-             # a string cut off where the call's text ends (a token limit) keeps what arrived
-             r"|'(?P<value>(?:[^'\\]|\\.)*)\Z|\"(?P<value>(?:[^\"\\]|\\.)*)\Z")
-PY_TYPED_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True, "strip": False}}
-
-
-def _pythonic_args(t: Tools) -> dict:
-    """The xml-inline arguments of a pythonic call. Values a template writes as JSON (``tojson``) are
-    matched whole and read by the json parser (escapes, nesting); others are typed by their spelling
-    (``_PY_TYPED``), which holds whatever the template printed: models write Python and JSON literals
-    alike (``count=42, enabled=true, items=['a','b']``) whether or not their template does."""
-    key = rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}"
-    if t.arguments.json_values:
-        return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL})", "value_parser": PY_VALUE_PARSER}
-    return {"tag_pattern": rf"{key}(?:{_PY_TYPED})", "value_parser": PY_TYPED_PARSER}
-
-
-def _bare_pythonic_open(t: Tools, name: str, close: str) -> tuple[str, str]:
-    """(open pattern, separator pattern) for pythonic calls with no section marker, written one after
-    another (``f(a=1); g(b=2)``, one per line): the first at the very start of the reply, a later one
-    after the previous call's ``)`` and the separator, and only when everything before it is calls
-    (a lookbehind to the start, run last), so ``see f(x); g(y)`` in prose stays content."""
-    raw = t.call_separator
-    sep = _flex(raw) if raw.strip() else (r"\s+" if raw else r"\s*,\s*")
-    bare = r"[A-Za-z_][\w.\-]*" + re.escape(t.name_suffix)
-    paren = rf"(?P<pc>\((?:[^()'\"]|{_Q1}|{_Q2}|(?&pc))*\))"
-    call = r"[A-Za-z_][\w.\-]*" + paren if t.name_suffix == "(" and t.call_end == ")" else None
-    if call is None:
-        return r"\A\s*" + name, sep
-    run = rf"(?<=\A\s*(?:{call}{sep})+{bare})"
-    return rf"(?:\A\s*{name}|(?<={close}){sep}{name}{run})", sep
-
-
-def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
-    """``[f(a='x'), g(b=1)]``: one region per call. A later call opens at the separator only inside
-    an open section (a variable-length lookbehind to the section start), so ``f(x), g(y)`` in plain
-    content stays content; a call closes at ``)`` followed by the next call or the section end.
-
-    The lookbehind scans back to the section start, so it runs last: after the previous call's ``)``
-    and the next ``name(`` matched (a call closes only there). Run at every separator, it made
-    parsing quadratic in prose (0.01 MB/s on 25 KB with commas)."""
-    warnings = ["pythonic True/False/None come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
-    name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
-    sec, sec_end = t.section_start.strip(), t.section_end.strip()
-    # Calls one per line (the template's separator is whitespace: OLMo 3, MiniCPM 3) are written so by
-    # models too, or as a Python list with commas; a comma alone is what a list literal allows.
-    raw = t.call_separator
-    sep = _flex(raw) if raw.strip() else (r"(?:\s*,\s*|\s+)" if raw else r"\s*,\s*")
-    close = re.escape(t.call_end)
-    if sec:
-        # A bare bracket opens calls only as a list of its own, not glued to a word (``hello world[A(``,
-        # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
-        # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
-        glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
-        # A list with no marker of its own may be wrapped in special tokens the template never writes
-        # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
-        # before the list is the open's, one after it the close's, so neither is left in content.
-        token = "" if markers(sec) else rf"(?:(?:{_SPECIAL_TOKEN})\s*)?"
-        # A later call opens right where the previous call's close (which takes the separator) left the parser
-        # (``\G``): a bounded look, where a lookbehind to the section's start re-read the section for every
-        # call (quadratic in the calls). In prose, the parser never stops between ``), `` and a name: the
-        # last alternative, which never matches, is pending from the ``)`` until the name's ``(`` arrives.
-        bare = r"[A-Za-z_][\w.\-]*" + re.escape(t.name_suffix)
-        open_pattern = rf"(?:{token}{_flex(sec)}{glued}\s*{name}|\G(?<={close}{sep}){name}|{close}{sep}{bare}(?!))"
-    else:
-        open_pattern, sep = _bare_pythonic_open(t, name, close)
-        warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
-    tail = rf"\s*{_flex(sec_end)}\s*" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
-    field = {
-        "open_pattern": open_pattern,
-        "close_pattern": (rf"{close}{sep}(?=[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})" if sec
-                          else rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})") + rf"|{close}{tail}",
-        "repeats": True,
-        "content": "xml-inline",
-        "content_args": _pythonic_args(t),
-        "transform": _call_transform("{name}", "{content}", None),
-    }
-    return field, warnings
-
-
-def token_after_list(t: Tools) -> str | None:
-    r"""For pythonic calls in a list with no marker of its own (``[f(a=1)]``): a special token right after the
-    list's ``]`` (Llama 4's ``<|python_end|>``), as a pattern the implicit content consumes without opening
-    (``emit/template.py``): the call's close has ended, and whenever the token arrives (streamed as one
-    token after ``]`` was committed, or in the same text) it is no text."""
-    sec, sec_end = t.section_start.strip(), t.section_end.strip()
-    if t.arguments.kind != "pythonic" or not sec or not sec_end or markers(sec) or markers(sec_end):
-        return None
-    return rf"(?:{_SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{_SPECIAL_TOKEN}))"
 
 
 def dropped_section(t: Tools) -> str | None:
