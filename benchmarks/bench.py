@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autoparser import batch, cache, hook, pipeline  # noqa: E402
-from autoparser.analysis import diff, probes  # noqa: E402
+from autoparser.analysis import diff, reads  # noqa: E402
 from autoparser.emit import template as emit_template  # noqa: E402
 from autoparser.render import Renderer, budget, sandbox  # noqa: E402
 from autoparser.verify import realistic  # noqa: E402
@@ -127,10 +127,11 @@ def forget_all() -> None:
     sandbox._CONSTANT_JSON.clear()  # the probe tools' serialisations
     for env in (sandbox._ImmutableEnv, sandbox._MutableEnv):
         env._safe_attrs.clear()  # the sandbox's verdicts on builtin types' attributes
-    probes._parsed.cache_clear()
-    probes.prompt_only_names.cache_clear()
-    probes._reasoning_switches.cache_clear()
-    probes.context_reads.cache_clear()
+    reads._parsed.cache_clear()
+    reads.prompt_only_names.cache_clear()
+    reads._reasoning_switches.cache_clear()
+    reads.context_reads.cache_clear()
+    reads._switch_constants.cache_clear()
     emit_template._LOADED.clear()  # emitted templates' compiled forms
     pipeline.forget()  # the in-process memo would answer a repeat
     verify_mod._PROBERS.clear()

@@ -3,7 +3,8 @@ prompt cannot change a rendering without it, and the sandbox's shortcuts give wh
 
 from __future__ import annotations
 
-from autoparser.analysis.probes import Prober, prompt_only_names
+from autoparser.analysis.probes import Prober
+from autoparser.analysis.reads import prompt_only_names
 from autoparser.render import Renderer
 
 GEN_ONLY = ("{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}"

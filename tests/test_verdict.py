@@ -216,7 +216,7 @@ def test_content_beside_a_run_of_calls_is_uncovered_and_the_field_kept():
 
 
 def test_reasoning_switches_are_read_from_the_template():
-    from autoparser.analysis.probes import reasoning_switches
+    from autoparser.analysis.reads import reasoning_switches
 
     src = ("{% if reasoning_effort == 'high' %}H{% endif %}{% if thinking %}T{% endif %}{% if thinking_budget == 0 %}B{% endif %}"
            "{% if thinking_mode in ['on', 'auto'] %}M{% endif %}"
@@ -243,7 +243,7 @@ def test_a_template_broken_only_with_tools_says_so():
 def test_context_reads_are_walked_once_and_both_readers_agree():
     """The reasoning switches and the context names read one walk of the tree (``context_reads``): what they
     find is what each found walking it alone, and a name first set, then read, is neither."""
-    from autoparser.analysis.probes import _read_before_set, _tree, context_names, context_reads, reasoning_switches
+    from autoparser.analysis.reads import _read_before_set, _tree, context_names, context_reads, reasoning_switches
 
     src = ("{% set think_local = 1 %}{{ think_local }}{% for m in messages %}{{ m.content }}{% endfor %}"
            "{% if reasoning_effort == 'low' %}L{% endif %}{{ date_string }}{% set x = builtin_tools %}")

@@ -11,7 +11,8 @@ from itertools import combinations
 import regex as re
 
 from .diff import MARKER, Diff, diff, leading_markers, markers, prefix_len, trailing_markers
-from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call, reasoning_budgets
+from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
+from .reads import reasoning_budgets
 from .model import Reasoning
 
 

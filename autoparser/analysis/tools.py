@@ -14,7 +14,7 @@ import json
 import regex as re
 
 from .diff import MARKER, diff, leading_markers, markers, prefix_len
-from . import probes
+from . import reads
 from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
 from ..errors import TemplateError
 from .model import Arguments, Content, Reasoning, Tools, Turn
@@ -108,7 +108,7 @@ def _end_variants(pr: Prober, turn: Turn, t: Tools, log: list[str]) -> Tools:
     """End-of-turn markers a template writes after a tool-call turn in another setting of its context
     (Llama 3.1 ends such a turn with ``<|eom_id|>``, end of message: the model waits for the tool's
     result, once ``builtin_tools`` is defined; otherwise with ``<|eot_id|>``). Each other name the
-    template reads from its context (``probes.context_names``) is given as defined but empty (``()``):
+    template reads from its context (``reads.context_names``) is given as defined but empty (``()``):
     where that turns one marker after the call into another, and the rest of the turn's end stays as it
     was, the new marker is a variant of the turn's end that models write (``Tools.end_markers``)."""
     msgs = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
@@ -117,7 +117,7 @@ def _end_variants(pr: Prober, turn: Turn, t: Tools, log: list[str]) -> Tools:
         return t
     tail = base[base.rfind(VAL_A) + len(VAL_A):]
     ends = list(t.end_markers)
-    for name in probes.context_names(pr.r.source):
+    for name in reads.context_names(pr.r.source):
         if name in pr.tool_vars or name in pr.token_vars:  # already given (the tools under another name)
             continue
         other = pr.try_render(msgs, mode={**pr.modes[0], name: ()})
