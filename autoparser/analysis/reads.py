@@ -241,7 +241,6 @@ def _switch_constants(source: str) -> tuple[tuple[str, tuple], ...]:
     return tuple(out)
 
 
-
 # What every template reads from the render context that is no switch of its own: the conversation, the
 # generation flag, special tokens and the sandbox's globals.
 _STANDARD_NAMES = frozenset({

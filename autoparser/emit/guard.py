@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import regex as re
 
-from .markers import esc, literals
+from .markers import esc, literals, without_groups
 
 
 # A JSON value, as the regex module's subroutines: ``jv`` any value, ``jo`` an object, ``jb`` only balanced.
@@ -104,7 +104,7 @@ def _placeholders(transform) -> list[str]:
 def _close_regex(field: dict) -> str:
     if "close" in field:
         return "|".join(literals([field["close"]] if isinstance(field["close"], str) else field["close"]))
-    return re.sub(r"\(\?P<\w+>", "(?:", field.get("close_pattern", ""))
+    return without_groups(field.get("close_pattern", ""))
 
 
 def _close_literals(field: dict) -> list[str]:
@@ -202,7 +202,7 @@ def never_raises(field: dict) -> dict:
     # the opener itself ends with one, the shape is checked again (after the balanced check, so once).
     opener = _open_regex(field)
     ends_value = bool(re.search(r"\\[\]}]\)?$", opener))
-    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    bare_opener = without_groups(opener)  # its groups would be the close's
     # A value starts right after the opener, or where no value ended: after a value's ``}``/``]`` the
     # region's own value is over (a second value glued to it is content, not part of the region).
     check, start = ((rf"(?={shape})", rf"(?:(?<![}}\]])|(?<={bare_opener}))") if ends_value
@@ -262,7 +262,7 @@ def value_ends_text(field: dict) -> dict:
             or (close and re.search(r"\\G|\(\?&|\\\}", close)) or not (field.get("content_args") or {}).get("allow_non_json")):
         return field
     value = nested_value()
-    bare_opener = re.sub(r"\(\?P<\w+>", "(?:", opener)  # its groups would be the close's
+    bare_opener = without_groups(opener)  # its groups would be the close's
     end = rf"\Z(?<=[}}\]])(?<=(?:{bare_opener})\s*(?:{value})\s*)"
     if close:
         field["close_pattern"] = close + "|" + end
@@ -288,7 +288,7 @@ def closer_left_out(field: dict, list_opener: str = "", ends=()) -> dict:
     A value still arriving is never complete JSON there, so transformers (which holds a match at ``\Z``
     until more text or the end comes) and a server that commits it at a delta's edge read the same."""
     close, open_pattern = field.get("close_pattern"), field.get("open_pattern") or ""
-    head = re.sub(r"\(\?P<\w+>", "(?:", open_pattern[open_pattern.find(r"\{"):]) if r"\{" in open_pattern else ""
+    head = without_groups(open_pattern[open_pattern.find(r"\{"):]) if r"\{" in open_pattern else ""
     if (field.get("content") != "json" or not close or not close.startswith(r"\}") or not head
             or re.search(r"\(\?(?:\(DEFINE\)|&|P=|<[=!])|\\G", head) or not (field.get("content_args") or {}).get("allow_non_json")):
         return field

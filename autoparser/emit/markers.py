@@ -127,6 +127,12 @@ _SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
 SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 
 
+def without_groups(pattern: str) -> str:
+    """``pattern`` with its named groups plain: a copy that stands inside another pattern (a lookbehind, a close)
+    whose own captures those groups would otherwise become."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
 def _call_transform(name: str, args: str, id_: str | None) -> dict:
     t: dict = {"type": "function"}
     if id_:

@@ -7,8 +7,8 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
-from .markers import _call_transform, _flex, esc, literals, then_space
-from .tools import ARGS_KEYS, FENCE_OPEN, _call_head, _openers, _repr_args, tool_field
+from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
+from .tools import ARGS_KEYS, FENCE_OPEN, NAME, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -66,16 +66,13 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     no_stop = f"(?!{stops})" if stops else ""
     dialect = _Dialect()
     short = rf"(?=(?&jb)\s*[,\]])(?={dialect.object_with(['name', 'arguments'])})"
-    _, head = _call_head(t)
-    head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
-    long = rf"(?={head}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
+    long = rf"(?={_call_head(t, capture=False)[1]}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
     # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
     # arguments; a short object with its arguments first has its name captured by a look past them.
     name_key, named = _call_head(t)
-    named = named.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")
     args_key = re.escape(t.args_path[0])
     name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
-    args_first = (rf'(?=\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*\}})'
+    args_first = (rf'(?=\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>{NAME})"\s*\}})'
                   rf'\{{\s*"{args_key}"\s*:\s*')
     # (the short check runs once: a call still arriving fails it on every delta)
     decide = f"(?:{long}{named}|{short}(?:{named}|{args_first}))"
@@ -112,12 +109,22 @@ def _name_and_args(t: Tools) -> bool:
             and sorted(t.call_keys) == sorted((t.name_path[0], t.args_path[0])))
 
 
-_PAIR_VALUE = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # another key's value in a call object: a short string or scalar
-
-
 def _either_key(t: Tools) -> bool:
     """A call object ``{"name": …, "arguments"|"parameters": …}``: the two spellings of its arguments key."""
     return t.name_path == ("name",) and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
+
+
+def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, str, str]:
+    """(the call's opener, its close marker, the close or a turn's end, the look that decides a short call) for
+    a call object between an opener and a close marker, decided within ``CALL_WINDOW`` characters: the first
+    close (or the end) within the window, right after a ``}`` (no close inside a string), where a balanced
+    value ends."""
+    openers = sorted(_openers(t, start), key=len, reverse=True)
+    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
+    close = _flex(_loose(end))
+    stops = "|".join([close, *literals(ends)])
+    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
+    return opener, close, stops, first
 
 
 def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -139,21 +146,17 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     "name": "f"}``); other keys with a short scalar value may stand before or after them. The price: a name
     with JSON escapes, or other keys holding containers before the arguments, is no call (content); a close
     marker inside a string argument ends the call there (its arguments come back as their text)."""
-    openers = sorted(_openers(t, start), key=len, reverse=True)
-    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
-    close = _flex(_loose(end))
-    stops = "|".join([close, *literals(ends)])
+    opener, close, stops, first = _window(t, start, end, ends)
     dialect = _Dialect()
-    keys = "(?:" + "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS])) + ")"
-    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
+    keys = args_keys(t)
     # The object has a name and an arguments key (either spelling), found by skipping pairs as ``object_with``.
     skip = rf'(?:{dialect.skip_string}){_W}:(?:[^{{}}\[\],\"]++|{dialect.skip_string}|(?&jb))*+,{_W}'
-    name = rf'(?={_W}(?:{skip})*?"name"{_W}:{_W}"(?P<name>[^"\\]{{1,256}})"{_W}[,}}])'
+    name = rf'(?={_W}(?:{skip})*?"name"{_W}:{_W}"(?P<name>{NAME})"{_W}[,}}])'
     shape = rf"(?={_W}(?=\{{{name}(?={_W}(?:{skip})*?\"{keys}\"{_W}:))(?&jo))"
     short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z)){shape}"
-    head = rf'\{{\s*"name"\s*:\s*"(?P<name>[^"\\]{{1,256}})"\s*,\s*"{keys}"\s*:\s*'
+    head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
     long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
-    pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{_PAIR_VALUE})'
+    pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
     # Up to the arguments: the object's ``{`` and the keys before them (the name among them, or not).
     to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
     field: dict = {"open_pattern": f"(?P<name>){opener}(?:{long}|{short}){to_args}{dialect.define()}"}
@@ -167,7 +170,6 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     return field, []
 
 
-
 def _json_dialect_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A call object whose arguments are written in a dialect's strings (``string_delims``: a Python dict) and
     whose name follows them (wild 063's ``{"arguments": {'k': 'v'}, "name": "f"}``), between an opener and a
@@ -177,17 +179,10 @@ def _json_dialect_whole(t: Tools, start: str, end: str, ends: list[str]) -> tupl
     empty there); and a lookahead past dialect strings for it would have to read the dialect. The price: a
     malformed call longer than the window is a call whose ``function`` is its text (§9, through the engines),
     and a close marker inside a string argument of a long call ends it there."""
-    openers = sorted(_openers(t, start), key=len, reverse=True)
-    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
-    close = _flex(_loose(end))
-    stops = "|".join([close, *literals(ends)])
+    opener, close, stops, first = _window(t, start, end, ends)
     dialect = _Dialect(t.arguments.string_delims)
-    # The first close (or the end) within the window, right after a ``}`` (no close inside a string), where a
-    # balanced value ends, of the call's shape.
-    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
     short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z))(?={_W}{dialect.object_with(['name', 'arguments'])})"
-    _, head = _call_head(t)
-    head = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    _, head = _call_head(t, capture=False)
     if t.call_keys[0] != t.name_path[0]:  # the arguments first (wild 063): the head is their key, the name follows them
         head = rf'\{{\s*"{re.escape(t.args_path[0])}"\s*:'
     # A dialect's string closed by a delimiter escaped with a backslash (a Python repr's ``'…\'…"…'``, both quote
@@ -206,6 +201,7 @@ def _json_dialect_whole(t: Tools, start: str, end: str, ends: list[str]) -> tupl
                   "transform": {"type": "function", "function": "{content}"}})
     return field, []
 
+
 def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A JSON call that opens on its head, ``<|function_call|>{"name": "<name>", "parameters": `` (the name a
     capture), and whose region is the arguments: committable from a bounded look (the head), and the
@@ -219,9 +215,8 @@ def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, l
     name is read as written (no JSON escapes), keys in another order are no call (content), and an argument
     string holding ``}`` and the close marker ends the call there."""
     _, head = _call_head(t)
-    head = head.replace(r"(?P<name>[^\"\\]+)", r"(?P<name>[^\"\\]{1,256})")  # a bounded look, even at a name never closed
     if _either_key(t):  # the arguments under either key (``_json_whole``)
-        head = head.replace(rf'\"{re.escape(t.args_path[0])}\"', '\"(?:' + "|".join(ARGS_KEYS) + ')\"')
+        head = head.replace(rf'\"{re.escape(t.args_path[0])}\"', rf'\"{args_keys(t)}\"')
     openers = sorted(_openers(t, start), key=len, reverse=True)
     open_pattern = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + rf")\s*{head}"
     finals = literals(ends) + [r"\Z"]
@@ -238,17 +233,14 @@ def _json_head(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, l
     return field, []
 
 
-_SCALAR = r'"[^"\\\n]{0,256}"|[-+.\w]{1,64}'  # a key's value that is no container: a short string, number or word
-
-
 def _keyed_pair(key: str, name_key: str, id_key: str) -> str:
     """``"key": value`` for a call object's key that is not its arguments: the name and the id captured."""
     if key == name_key:
-        value = r'"(?P<name>[^"\\]{1,256})"'
+        value = f'"(?P<name>{NAME})"'
     elif key == id_key:
         value = r'(?:"(?P<id>[^"\\\n]{0,256})"|(?P<id>[-+.\w]{1,64}))'
     else:
-        value = f"(?:{_SCALAR})"
+        value = f"(?:{SCALAR})"
     return rf'"{re.escape(key)}"\s*:\s*{value}'
 
 
@@ -292,8 +284,8 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # keys before the arguments hold no name is no call (content).
     named = rf"(?:(?:{pair}\s*,\s*){{0,{others}}}?{_keyed_pair(name_key, name_key, id_key)}\s*,\s*(?:{pair}\s*,\s*){{0,{others}}})?"
     # The arguments under either key where the object names its call ``name`` (as ``_json_whole``).
-    args_keys = "(?:" + "|".join(re.escape(k) for k in dict.fromkeys([args_key, *ARGS_KEYS])) + ")" if _either_key(t) else re.escape(args_key)
-    head = rf"\{{\s*{named}\"{args_keys}\"\s*:\s*"
+    arguments = args_keys(t) if _either_key(t) else re.escape(args_key)
+    head = rf"\{{\s*{named}\"{arguments}\"\s*:\s*"
     tail = rf"(?:\s*,\s*{pair}){{0,{others}}}"
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
@@ -366,7 +358,7 @@ def _json_nested(t: Tools, start: str, end: str, ends: list[str], reasoning_end:
     name = _keyed_pair(name_key, name_key, "")
     head = (rf"\{{\s*{before}\"{re.escape(wrap)}\"\s*:\s*\{{\s*(?:{name}\s*,\s*)?\"{re.escape(args_key)}\"\s*:\s*")
     loose = rf"\{{\s*{before}\"{re.escape(wrap)}\"\s*:\s*\{{\s*(?:{name}\s*,\s*)?\"{re.escape(args_key)}\"\s*:"
-    loose = re.sub(r"\(\?P<\w+>", "(?:", loose)
+    loose = without_groups(loose)
     obj_end = rf"(?:\s*,\s*{name})?\s*\}}{after}\s*\}}"
     turn_ends = literals(ends)
     if start:

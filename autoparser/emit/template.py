@@ -26,7 +26,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .markers import esc, literals, prefix_safe, then_space
+from .markers import esc, literals, prefix_safe, then_space, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -82,7 +82,6 @@ def bounded_whitespace(pattern: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
-
 
 
 def _ends_unspaced(atom: str) -> bool:
@@ -225,7 +224,7 @@ def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str,
         lit, rest = _literal_prefix(opener)
         if not lit or re.search(r"\(\?P=|\(\?&|\\g<|\(\?<[=!]|\(\?\d|\(\?R", rest):
             return plain
-        rest = re.sub(r"\(\?P<\w+>", "(?:", rest)  # captures belong to the call's open
+        rest = without_groups(rest)  # captures belong to the call's open
         bounds = [esc(lit) + (f"(?={rest})" if rest else "")]
     c, ec = cores[0][0], esc(cores[0][0])  # cores are non-empty markers
     if any(not x.startswith(c) for x in [*cores, *(lit for lit, _ in extra)]) or any(not b.startswith(ec) for b in bounds):

@@ -8,8 +8,9 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space
+from .markers import SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
+
 
 def one(values: list[str]) -> str | list[str]:
     """A literal list of one is written as the literal itself."""
@@ -95,10 +96,24 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
 FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare JSON call
 
 
-def _call_head(t: Tools) -> tuple[str, str]:
-    """(the name key, escaped; the head of a call object up to its arguments, ``{"name": "<name>", "arguments": ``)."""
+NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
+
+
+def _call_head(t: Tools, capture: bool = True) -> tuple[str, str]:
+    """(the name key, escaped; the head of a call object up to its arguments, ``{"name": "<name>", "arguments": ``,
+    the name a capture, or with ``capture`` off a plain look that decides whether a head is there)."""
     name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
-    return name_key, rf"\{{\s*\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]+)\"\s*,\s*\"{args_key}\"\s*:\s*"
+    name = f"(?P<name>{NAME})" if capture else NAME
+    return name_key, rf"\{{\s*\"{name_key}\"\s*:\s*\"{name}\"\s*,\s*\"{args_key}\"\s*:\s*"
+
+
+def args_keys(t: Tools) -> str:
+    """The call object's arguments key, as an alternation with its other spelling (``arguments``|``parameters``):
+    models write either whatever the template writes (the family's parsers read both)."""
+    return "(?:" + "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS])) + ")"
+
+
+SCALAR = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # a key's value that is no container: a short string, number or word
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -158,13 +173,13 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     rest of its text kept in content. A raw new line is never inside a JSON string: text on a new line
     that no JSON value continues with ends the call."""
     name_key = re.escape(t.name_path[0])
-    keys = "|".join(re.escape(k) for k in dict.fromkeys([t.args_path[0], *ARGS_KEYS]))
+    keys = args_keys(t)
     # Other keys with a short scalar value may come before the name (``{"type": "function", "name": …}``, the
     # call Llama 3.1's model card shows; vLLM's Llama 3 JSON parser reads the name and arguments whatever else
     # the object holds).
-    other = rf"(?:\"(?!{name_key}\"|(?:{keys})\")[^\"\\\n]{{1,64}}\"\s*:\s*(?:\"[^\"\\\n]{{0,64}}\"|[-+.\w]{{1,64}})\s*,\s*){{0,3}}"
-    head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>[^\"\\]{{1,256}})\"\s*,\s*\"(?:{keys})\"\s*:\s*"
-    loose_head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"[^\"\\]{{1,256}}\"\s*,\s*\"(?:{keys})\"\s*:"
+    other = rf"(?:\"(?!{name_key}\"|{keys}\")[^\"\\\n]{{1,64}}\"\s*:\s*(?:{SCALAR})\s*,\s*){{0,3}}"
+    head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>{NAME})\"\s*,\s*\"{keys}\"\s*:\s*"
+    loose_head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"{NAME}\"\s*,\s*\"{keys}\"\s*:"
     # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
     sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
@@ -207,7 +222,7 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     which its template asks for in the system prompt and never renders) is optional before the first call;
     a lead that opens a JSON list is closed by the list's ``]`` after the last call."""
     name_key, head = _call_head(t)
-    loose = re.sub(r"\(\?P<name>[^)]*\)", r'[^"\\\\]{1,256}', head, count=1)
+    loose = _call_head(t, capture=False)[1]
     raw = t.call_separator
     # Calls the template glues (``{…}{…}``) a model writes glued or one per line.
     sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
@@ -226,8 +241,6 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     warnings = [f"tool calls have no marker: a run of calls {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} is recognised only at the very start of the reply"
                 + (" or right after the reasoning" if reasoning_end else "")]
     return field, warnings
-
-
 
 
 def _tag_like(opener: str) -> bool:
@@ -417,7 +430,7 @@ def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
             or not re.fullmatch(r"[A-Za-z_][\w.\-]*:", word) or not header.startswith(esc(opener))):
         return None
     rest = header[len(esc(m.group(0))):]  # the word, the name and what follows it
-    name = re.sub(r"\(\?P<\w+>", "(?:", rest)
+    name = without_groups(rest)
     inside = rf"(?<={esc(m.group(0))}(?:(?!{esc(ce)})[\s\S])*?\}}{esc(word)})"
     return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
 
@@ -476,7 +489,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if self_closing:
         # A self-closing call ends where it opened: right after the element itself, never after any ``/>``
         # (``"<br/>"`` in an argument, where a stream may have resumed).
-        element = space_before_tokens(re.sub(r"\(\?P<\w+>", "(?:", header[:-1]))
+        element = space_before_tokens(without_groups(header[:-1]))
         field["close_pattern"] += rf"|\G(?<={element}\s*/>)"
     field["repeats"] = True
     a = t.arguments
@@ -560,7 +573,6 @@ def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         "transform": _call_transform("{name}", "{content}", None),
     }
     return field, [f"calls in one section are split where '}}{t.call_separator.strip()}name{{' follows, which an argument string can also hold"]
-
 
 
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
