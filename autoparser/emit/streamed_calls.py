@@ -159,15 +159,44 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
     # Up to the arguments: the object's ``{`` and the keys before them (the name among them, or not).
     to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
-    field: dict = {"open_pattern": f"(?P<name>){opener}(?:{long}|{short}){to_args}{dialect.define()}"}
     # After the arguments: the keys after them (the name, when it stands there), the object's ``}``, the close.
     tail = rf"(?:\s*,\s*{pair}){{0,4}}\s*\}}"
+    shaped_open, shaped_close = _self_described(t, opener, close, tail)
+    field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|{tail}\s*(?={finals})"
+    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|{shaped_close}|(?<=[}}\]]){tail}\s*(?={finals})"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
     return field, []
+
+
+FUNCTION_TAG = r'<function(?:=|\s+name=")(?P<name>[\w.\-/:]{1,256})"?>\s*(?=\{)'  # ``<function=f>``, ``<function name="f">``
+
+
+def _self_described(t: Tools, opener: str, close: str, tail: str) -> tuple[str, str]:
+    r"""(an open alternative, close alternatives) for a call the model writes without the template's opener.
+    A call object ``{"name": "f", "arguments": {…}}`` describes itself: llama.cpp's Hermes 2 Pro parser reads it
+    bare at the reply's start, after text, or in a markdown fence, and as ``<function=f>{…}</function>`` (the
+    custom-tool spelling Meta's Llama 3.1 model card documents, also ``<function name="f">``). So the call also
+    opens on its head alone, name first then ``arguments`` or ``parameters`` (the shape decides, from a bounded
+    look: an object that merely has a name is no call), with a fence before it; or on the function tag, whose
+    region is the JSON object after it. Never inside a call the template's own opener began and has not
+    closed within ``2 * CALL_WINDOW`` characters (a bounded look back, run once a head is whole): the regex
+    module's partial search prefers a whole match further on to a partial one, so a call-shaped object in the
+    arguments of a call still being decided would open there. Text around stays content.
+
+    The closes: the object's ``}`` with a fence's end after it; or followed by text on a new line (a raw
+    newline never stands inside a JSON string, and after a value's ``}`` only ``,``, ``}`` or ``]`` continue
+    it); a function tag's ``</function>`` right after its object's ``}``."""
+    keys = args_keys(t)
+    head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
+    inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}})"
+    shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
+    obj_end = rf"(?<=[}}\]]){tail}"  # the object's ``}`` (and keys after the arguments) right after the arguments
+    shaped_close = "|".join([rf"{obj_end}\s*```[ \t]*", rf"{obj_end}(?=[ \t]*\n\s*[^\s,}}\]<`])",
+                             rf"(?<=[}}\]])\s*{then_space(_flex('</function>'))}"])
+    return shaped_open, shaped_close
 
 
 def _json_dialect_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
