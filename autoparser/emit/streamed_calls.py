@@ -365,7 +365,12 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
-        field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
+        # A list of calls that name their call ``name`` is one without its opener too (Mistral's ``[{"name": …,
+        # "arguments": …}]`` after text), where no section end must close it: recognised by its first call's head,
+        # the name first (``_list_anywhere``).
+        anywhere = (rf"|{FENCE_OPEN}\[\s*(?=\{{\s*\"{re.escape(name_key)}\"\s*:\s*\"{NAME}\"\s*,\s*\"{args_keys(t)}\"\s*:)"
+                    if _either_key(t) and not end else "")
+        field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*){anywhere}){head}"}
         last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
         # (or the turn's end right after the object: an array never closed)
         close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
