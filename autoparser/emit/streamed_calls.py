@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
 from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
-from .tools import ARGS_KEYS, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
+from .tools import ARGS_KEYS, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -96,11 +96,6 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     return field, []
 
 
-# Text on a new line after a call's ``}`` or list's ``]``: a raw newline never stands inside a JSON string, and only
-# ``,``, ``}`` or ``]`` continue a value. Held until 20 characters or the text's end came, so a fence's end or an end
-# tag arriving there (which another close consumes) is not cut: the regex module's partial search prefers a whole
-# match to a partial one at the same place, and transformers holds a match that one more character would change.
-NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,}\]](?:[\s\S]{19}|[^\x00]{0,18}\Z))"
 WRAPPER = r"(?:(?:<[\w|:.\-]{1,32}>|\[[A-Z][A-Z_]{0,31}\])\s*)?"  # one markup token before a call list: ``<tool_call>``, ``[TOOL_CALLS]``
 WRAPPER_END = r"(?:```|</[\w|:.\-]{1,32}>|\[/[A-Z][A-Z_]{0,31}\])"  # a fence's end, an end tag after the list
 

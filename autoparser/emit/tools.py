@@ -100,6 +100,11 @@ FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare 
 # both). The region is the object after the tag; the close is the end tag right after that object's last bracket.
 FUNCTION_TAG = r'<function(?:=|\s+name=")(?P<name>[\w.\-/:]{1,256})"?>\s*(?=\{)'
 FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
+# Text on a new line after a call's ``}`` or list's ``]``: a raw newline never stands inside a JSON string, and only
+# ``,``, ``}`` or ``]`` continue a value. Held until 20 characters or the text's end came, so a fence's end or an end
+# tag arriving there (which another close consumes) is not cut: the regex module's partial search prefers a whole
+# match to a partial one at the same place, and transformers holds a match that one more character would change.
+NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,}\]](?:[\s\S]{19}|[^\x00]{0,18}\Z))"
 
 
 NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
@@ -242,14 +247,16 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     list_end = r"(?:\]\s*)?" if t.call_lead.strip().endswith("[") else ""
     finals = [esc(e) for e in ends] + [r"\Z"]
     field = {
-        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)",
-        "close_pattern": rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")",
+        # (and, the call object describing itself, its head wherever it stands: after text too)
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{head}",
+        # (a call after text may have text after it too: on a new line, or a capital after a space, as bare calls)
+        "close_pattern": (rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")"
+                          + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z]))"),
         "repeats": True,
         "content": "json",
         "transform": _call_transform("{name}", "{content}", None),
     }
-    warnings = [f"tool calls have no marker: a run of calls {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} is recognised only at the very start of the reply"
-                + (" or right after the reasoning" if reasoning_end else "")]
+    warnings = [f"tool calls have no marker: a run of calls {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} is recognised by that head wherever it stands"]
     return field, warnings
 
 
