@@ -223,7 +223,7 @@ def _self_described(t: Tools, opener: str, close: str, tail: str) -> tuple[str, 
     it); a function tag's ``</function>`` right after its object's ``}``."""
     keys = args_keys(t)
     head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
-    inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}})"
+    inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
     shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
     obj_end = rf"(?<=[}}\]]){tail}"  # the object's ``}`` (and keys after the arguments) right after the arguments
     shaped_close = "|".join([rf"{obj_end}\s*```[ \t]*", rf"{obj_end}{NEW_LINE_TEXT}",
