@@ -119,7 +119,7 @@ def _list_anywhere(t: Tools, ends: list[str], named: str, name_pair: str) -> tup
     # After the list's ``]``: a fence's end or an end tag, then anything; else the turn's end, the text's end, text on
     # a new line, or a tail on the same line with no quote in its next 20 characters (``}]"`` is inside a string).
     after = (r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|{NEW_LINE_TEXT}"
-             r'|(?=[ \t]*[^\s,}\]"](?:[^"]{19}|[^"\x00]{0,18}\Z)))')
+             r'|(?=[ \t]*[^\s,}\]"<\[`](?:[^"]{19}|[^"\x00]{0,18}\Z)))')
     obj_end = rf"(?:{name_pair})?\}}"
     close = rf"{obj_end}\s*,\s*(?=\{{\s*\"{name_key}\")|{obj_end}\s*\](?:\s*{WRAPPER_END}[ \t]*|{after})"
     if ends:
@@ -226,7 +226,7 @@ def _self_described(t: Tools, opener: str, close: str, tail: str) -> tuple[str, 
     inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
     shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
     obj_end = rf"(?<=[}}\]]){tail}"  # the object's ``}`` (and keys after the arguments) right after the arguments
-    shaped_close = "|".join([rf"{obj_end}\s*```[ \t]*", rf"{obj_end}{NEW_LINE_TEXT}",
+    shaped_close = "|".join([rf"{obj_end}\s*```[ \t]*", rf"{obj_end}{NEW_LINE_TEXT}", rf"{obj_end}\s*(?={opener})",
                              FUNCTION_TAG_CLOSE])
     return shaped_open, shaped_close
 

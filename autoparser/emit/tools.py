@@ -101,10 +101,13 @@ FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare 
 FUNCTION_TAG = r'<function(?:=|\s+name=")(?P<name>[\w.\-/:]{1,256})"?>\s*(?=\{)'
 FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 # Text on a new line after a call's ``}`` or list's ``]``: a raw newline never stands inside a JSON string, and only
-# ``,``, ``}`` or ``]`` continue a value. Held until 20 characters or the text's end came, so a fence's end or an end
-# tag arriving there (which another close consumes) is not cut: the regex module's partial search prefers a whole
-# match to a partial one at the same place, and transformers holds a match that one more character would change.
-NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,}\]](?:[\s\S]{19}|[^\x00]{0,18}\Z))"
+# ``,``, ``}`` or ``]`` continue a value. Decided by the line's first character, which may not begin a closer another
+# alternative consumes (an end tag, a fence's end, ``[/TOOL_CALLS]``): transformers before 5.24 commits a match that
+# does not end at the buffer's edge at once, so a look that waits for more text (``\Z`` or 20 characters) would close
+# the call before ``</tool_call>`` arrives, and the regex module's partial search prefers a whole match to a partial
+# one at the same place. A line that starts with ``<``, ``[`` or a backtick after such a call is no close (the text's
+# end or a closer ends it); nor one that starts with ``{`` (the next call of a run, which another close takes).
+NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 
 
 NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
