@@ -230,3 +230,22 @@ def test_a_call_that_ends_the_text_without_its_close_is_closed_there():
             streamed, _ = parser.finalize()
             assert streamed == parse_response(text, form, prefix=prompt)
             assert streamed["tool_calls"][0]["function"]["arguments"] == {"city": "Pa}ris", "opts": {"deep": [1, {"x": 2}]}}
+
+
+@pytest.mark.parametrize("text, kept", [
+    ('<calls>[{"name": "get_weather", "arguments": {"city": "Par', 'Par'),  # a token limit inside the call
+    ('<calls>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3]</calls>', '"days": 3'),  # broken JSON
+    ('<calls>not a call at all', 'not a call at all'),
+])
+def test_a_call_marker_that_opens_no_call_keeps_its_text_where_content_is_wrapped(text, kept):
+    """Content always wrapped (no implicit field: Hunyuan-A13B's layout, Command R7B): a call's marker whose
+    call never opens (cut off within the window, or broken) left its text outside every field, and the verdict
+    said ``full``. The marker now opens content when no call does (the call's open wins where it matches)."""
+    spec, prompt, verdict = inferred("wrapped-unless-calls")
+    assert verdict["realistic"]["call_truncated"] == verdict["realistic"]["malformed_call"] == "pass"
+    for msg in both(spec, text, prompt):
+        assert kept in (msg.get("content") or ""), msg
+        assert not msg.get("tool_calls"), msg
+    call = '<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls>'
+    for msg in both(spec, "Let me check." + call, prompt):  # a call still opens as before, the text before it kept
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"] and msg["content"] == "Let me check."

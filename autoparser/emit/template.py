@@ -415,6 +415,13 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # ``助手：``) ends where a call's marker opens, left to the call (zero-width); likewise where the other
         # wrapper opens, which then opens content again (``Hi <answer>x``: ``Hi`` and ``x``, no marker).
         opener = (t.section_start or t.call_start).strip() if t.format != "NONE" and not t.headed.kind else ""
+        if opener and markers(opener) and "tool_calls" in fields:
+            # A call's marker that opens no call (a call cut off by a token limit, or one whose JSON is broken)
+            # would leave its text outside every field here, where no region is implicit: the marker opens
+            # content instead, consumed as markup. Never over a call: the call's open, longer at the same
+            # place, wins, and while it is undecided (its window) this one waits (transformers commits no
+            # match co-located with a pending one).
+            f["open_pattern"] += "|" + esc(markers(opener)[0])
         ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
         if close and ahead:
             f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])

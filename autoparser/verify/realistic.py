@@ -182,7 +182,7 @@ def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: froze
         gone = [x for x in missing if x not in everywhere]
         return f"{LOST} {gone[0][:40]!r} (in no field)" if gone else f"content misses {missing[0][:40]!r} (read into another field)"
     # Every key and leaf of the message: wherever the written text may have gone, it is still visible.
-    return None if any(judge in s for s in _strings(got, [])) else f"the call's text {judge!r} is lost"
+    return None if any(judge in s for s in _strings(got, [])) else f"{LOST}: the call's text {judge!r} is in no field"
 
 
 def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, reasoning_field: str = "thinking",

@@ -33,13 +33,15 @@ from .roundtrip import FIELD_NAMES, template_fields, verify
 
 FIELDS = ("content", "reasoning", "tool_calls", "ids")
 # Variants whose failure can mean words the model wrote reach no field (not a field read wrongly): the text
-# on both sides of a call, and the text after a stray reasoning close. When it does (``realistic.LOST``),
-# the verdict is not ``full``; text read into another field (a call's arguments) is a failing variant only.
-LOSES_TEXT = ("text_around_calls", "stray_reasoning_close")
+# on both sides of a call, the text after a stray reasoning close, and a call that is cut off or broken
+# (its marker opens no call). When it does (``realistic.LOST``), the verdict is not ``full``; text read into
+# another field (a call's arguments) is a failing variant only.
+LOSES_TEXT = ("text_around_calls", "stray_reasoning_close", "malformed_call", "call_truncated")
 CAPABILITY_WORDS = {"single": "single calls", "parallel": "parallel calls", "nested": "nested arguments",
                     "content_beside": "content beside calls", "ids": "call ids"}
 LOST_WORDS = {"text_around_calls": "text both before and after tool calls",
-              "stray_reasoning_close": "a reasoning close after the content"}
+              "stray_reasoning_close": "a reasoning close after the content",
+              "malformed_call": "a call whose JSON is broken", "call_truncated": "a call cut off by a token limit"}
 SPILL = {"tool_calls": "tool-call text arrives as content", "reasoning": "reasoning text arrives as content"}
 
 
