@@ -5,6 +5,8 @@ streamed through ``ResponseParser`` (both must agree). docs/FORMATS.md §7b, cal
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -130,11 +132,12 @@ def test_a_bare_json_call_may_stand_in_a_markdown_fence(text, content):
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] and (msg.get("content") or "").strip() == content, msg
 
 
-def test_a_fenced_call_after_text_stays_content():
-    """Only at the reply's start: after text a fenced call is content (see FORMATS.md §7b)."""
+def test_a_fenced_call_after_text_is_a_call():
+    """The call object describes itself: after text too, fenced or not, it is a call and the text content
+    (FORMATS.md §7b, a JSON call recognised by its shape)."""
     text = 'Let me check.\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```'
     msg = _parse("json-bare", text)
-    assert not msg.get("tool_calls") and msg["content"] == text, msg
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg["content"] == "Let me check.", msg
 
 
 def test_a_fence_holding_other_json_stays_content():
@@ -241,11 +244,24 @@ def test_a_bare_json_call_cut_off_keeps_its_text():
 
 
 @pytest.mark.parametrize("text", [
-    'See {"name": "get_weather", "arguments": {"city": "Paris"}}',  # after prose: content
+    'See {"name": "get_weather"} and {"city": "Paris"}',  # a name, but no arguments key
+    'See {"name": 3, "parameters": {"city": "Paris"}}',  # the name no string
+    'See {"parameters": {"city": "Paris"}, "name": "get_weather"}',  # bare, a call's head is its name first
 ])
-def test_a_bare_json_call_that_is_not_one_stays_content(text):
+def test_a_bare_json_object_that_is_no_call_stays_content(text):
     msg = _parse("json-bare", text)
     assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('See {"name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER], "See"),  # after prose
+    ('<function=get_weather>{"city": "Paris"}', [WEATHER], ""),  # Llama 3.1's documented custom-tool spelling
+    ('<function=get_weather>{"city": "Paris", "at": {"h": [9]}}</function>\nDone.',
+     [("get_weather", {"city": "Paris", "at": {"h": [9]}})], "Done."),
+])
+def test_a_bare_json_call_is_recognised_by_its_head_wherever_it_stands(text, calls, content):
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == calls and (msg.get("content") or "") == content, msg
 
 
 @pytest.mark.parametrize("text, n", [
@@ -256,8 +272,8 @@ def test_a_bare_json_call_that_is_not_one_stays_content(text):
 def test_llama32_python_tag_before_json_calls(text, n):
     """workarounds/llama3-python-tag.json: Llama 3.2 writes ``<|python_tag|>`` before a JSON call (and
     between calls) though its template never does. The lead is a special token, so it marks a call after
-    text too (SGLang's Llama 3.2 parser); a bare call after text stays content
-    (``test_a_bare_json_call_that_is_not_one_stays_content``)."""
+    text too (SGLang's Llama 3.2 parser), as a bare call does by its head
+    (``test_a_bare_json_call_is_recognised_by_its_head_wherever_it_stands``)."""
     from conftest import corpus_template
 
     src = corpus_template("meta-llama-Llama-3.2-3B-Instruct")
@@ -487,3 +503,87 @@ def test_the_call_word_after_a_brace_in_prose_opens_no_call():
     """Only inside an open block: ``}call:x{`` in plain text stays text."""
     msg = _parse("call-word-block", 'Use {a}call:x{b} here.<turn|>')
     assert not msg.get("tool_calls") and msg["content"] == "Use {a}call:x{b} here."
+
+
+SHAPED = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    (f"{SHAPED}<|im_end|>", [WEATHER], ""),  # bare at the reply's start, no <tool_call>
+    ('{\n  "name": "get_weather", "parameters": {"city": "Paris"}\n}', [WEATHER], ""),
+    (f"This is a call:\n{SHAPED}", [WEATHER], "This is a call:"),  # after text
+    (f"Let me check.\n```json\n{SHAPED}\n```\nDone.", [WEATHER], "Let me check.\n\nDone."),  # in a fence
+    ('<function=get_weather>{"city": "Paris"}</function>', [WEATHER], ""),  # a function tag around the arguments
+    ('Sure. <function name="get_weather">\n{"city": "Paris"}\n</function>\n<function=get_time>{}</function>',
+     [WEATHER, ("get_time", {})], "Sure."),
+    (f"<tool_call>\n{SHAPED}\n</tool_call>\n{SHAPED}", [WEATHER, WEATHER], ""),  # one with its opener, one bare
+])
+def test_a_json_call_object_is_a_call_without_its_opener(text, calls, content):
+    """A Hermes/Qwen ``<tool_call>{…}</tool_call>`` template: the call object describes itself, so it is a call
+    wherever the model writes it and whatever it wraps it in (llama.cpp's Hermes 2 Pro parser reads each of
+    these); the text around it stays content."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
+
+
+@pytest.mark.parametrize("text", [
+    'See {"name": "get_weather"} and {"city": "Paris"}',  # a name, no arguments
+    'Use {"arguments": {"city": "Paris"}, "name": "get_weather"} there',  # bare: the head is the name first
+    '<function=get_weather> and then {"city": "Paris"}',  # the tag's object must follow it
+])
+def test_a_json_object_that_is_no_call_stays_content_without_the_opener(text):
+    msg = _parse("chatml-think", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+def test_a_call_shaped_object_inside_a_call_being_decided_is_its_argument():
+    """While the template's own call is still being decided (a short call before its close, a long one before
+    ``CALL_WINDOW`` characters), a call-shaped object in its arguments opens nothing: the regex module's partial
+    search prefers a whole match further on to the pending one, so without the look back the inner object
+    would open a call of its own in the middle of the outer call's arguments."""
+    steps = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    for pad in ("", "x" * 400):
+        arguments = {"steps": steps, "pad": pad}
+        text = '<tool_call>\n{"name": "plan", "arguments": ' + json.dumps(arguments) + "}\n</tool_call>"
+        msg = _parse("chatml-think", text)
+        assert _calls(msg) == [("plan", arguments)] and not msg.get("content"), msg
+
+
+LIST = '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    (f"{LIST}<|/turn|>", [WEATHER], ""),  # as rendered
+    (f"<think>Paris, then.</think>{LIST}", [WEATHER], "<think>Paris, then.</think>"),  # after a block the template never writes
+    (f"Sure.\n```json\n{LIST}\n```", [WEATHER], "Sure."),  # in a fence after text
+    (f"Sure.[TOOL_CALLS]{LIST}", [WEATHER], "Sure."),  # after a markup token another family writes
+    ('Sure.<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "parameters": {}}]</tool_call>',
+     [WEATHER, ("get_time", {})], "Sure."),
+    (f"{LIST} Done.", [WEATHER], "Done."),
+    ('[{"name": "get_weather", "arguments": {"city": "Par', [("get_weather", '{"city": "Par')], ""),  # cut off: its text kept
+])
+def test_a_json_call_list_with_no_opener_is_recognised_wherever_it_stands(text, calls, content):
+    """xLAM's shape, ``[{"name": …, "arguments": …}]`` with no marker (vLLM's xLAM parser reads each of these)."""
+    msg = _parse("json-list-bare", text)
+    assert _calls(msg) == calls and (msg.get("content") or "") == content, msg
+
+
+@pytest.mark.parametrize("text", [
+    'See [1, 2] and [{"city": "Paris"}] and <b>bold</b>',
+    'See [{"name": "get_weather"}]',  # a name, no arguments
+])
+def test_a_json_list_that_holds_no_call_stays_content(text):
+    msg = _parse("json-list-bare", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+@pytest.mark.parametrize("text, content", [
+    ('Sure.\n[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1"}]', "Sure."),  # no <|calls|> opener
+    ('Sure.\n```json\n[{"name": "get_weather", "parameters": {"city": "Paris"}}]', "Sure."),
+])
+def test_a_keyed_json_call_list_is_a_call_list_without_its_opener(text, content):
+    """Call objects with ids in a list after a marker (Mistral Nemo's ``[TOOL_CALLS][…]``): the list written
+    without the marker, after text, is recognised by its first call's head, the name first (Ollama's Mistral
+    parser reads it)."""
+    msg = _parse("json-array-ids", text)
+    assert _calls(msg) == [WEATHER] and msg.get("content") == content, msg

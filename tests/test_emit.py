@@ -457,11 +457,17 @@ def test_a_call_list_after_a_bracketed_marker_ends_with_its_value(after):
         assert (msg.get("content") or "") == after.strip()
 
 
-def test_a_second_list_glued_to_the_first_is_content():
+def test_a_second_list_glued_to_the_first_is_not_the_first_ones():
+    """A list glued to the call list is never read into the last call's region: a JSON value is content, a list of
+    call objects (a call's head, the name first) a list of calls of its own (docs/FORMATS.md §7b, a JSON call
+    recognised by its shape)."""
+    text = '[CALLS][{"name": "f", "arguments": {}, "id": "c1"}][1, {"a": 2}]'
+    for msg in both(template("bracket-marker-list"), text):
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["f"] and msg["tool_calls"][0]["function"]["arguments"] == {}
+        assert msg["content"] == '[1, {"a": 2}]'
     text = '[CALLS][{"name": "f", "arguments": {}, "id": "c1"}][{"name": "g", "arguments": {}, "id": "c2"}]'
     for msg in both(template("bracket-marker-list"), text):
-        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["f"]
-        assert msg["content"] == '[{"name": "g", "arguments": {}, "id": "c2"}]'
+        assert [(c["id"], c["function"]["name"]) for c in msg["tool_calls"]] == [("c1", "f"), ("c2", "g")] and not msg.get("content")
 
 
 def _subroutine_grammar(dialect) -> str:

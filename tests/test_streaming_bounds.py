@@ -201,6 +201,10 @@ def test_a_later_call_of_a_marker_less_json_run_decides_without_the_reply_start(
 
 
 def test_prose_never_opens_a_later_json_run_call():
-    text = 'See {"a": 1}\n{"name": "f", "parameters": {}} here.'
+    """After an object in prose, the next object opens a call only by its own head (a call object describes
+    itself, docs/FORMATS.md §7b), never because a ``}`` and a separator came before it."""
+    text = 'See {"a": 1}\n{"b": 2} here.'
     msg, _ = _stream("json-glued", text, delta=1)
     assert msg["content"] == text and not msg.get("tool_calls")
+    msg, _ = _stream("json-glued", 'See {"a": 1}\n{"name": "f", "parameters": {}} Here.', delta=1)
+    assert msg["content"] == 'See {"a": 1}\n\nHere.' and [c["function"]["name"] for c in msg["tool_calls"]] == ["f"], msg

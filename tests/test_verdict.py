@@ -202,17 +202,26 @@ def test_calls_the_analysis_cannot_see_are_said(name, why):
 
 
 def test_content_beside_a_run_of_calls_is_uncovered_and_the_field_kept():
-    """Calls with no marker are read only as a run at the reply's start: content before them is not
+    """Pythonic calls with no marker are read only as a run at the reply's start: content before them is not
     covered, so its case arrives in content, and the field stays for what it covers."""
     from autoparser.verify.verdict import describe
 
-    for name in ("json-run-lines", "pythonic-semicolon"):
+    for name in ("pythonic-semicolon",):
         res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
         v = res.verdict
         assert "tool_calls" in res.template["fields"], name
         assert v["status"] == "degraded" and v["uncovered"] == ["content_beside"] and not v["dropped"], (name, v)
         assert v["tool_capabilities"]["single"] == v["tool_capabilities"]["parallel"] == "pass"
         assert "not covered: content beside calls" in describe(v)
+
+
+def test_content_beside_a_run_of_json_calls_is_covered():
+    """A JSON call object describes itself: a run of them with no marker is read after text too (its head
+    decides, docs/FORMATS.md §7b), so content beside the calls round-trips (before: uncovered, degraded)."""
+    for name in ("json-run-lines", "json-glued"):
+        res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
+        v = res.verdict
+        assert v["status"] == "full" and v["tool_capabilities"]["content_beside"] == "pass", (name, v)
 
 
 def test_reasoning_switches_are_read_from_the_template():

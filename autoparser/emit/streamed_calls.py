@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
 from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
-from .tools import ARGS_KEYS, FENCE_OPEN, NAME, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
+from .tools import ARGS_KEYS, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
@@ -78,6 +78,8 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     decide = f"(?:{long}{named}|{short}(?:{named}|{args_first}))"
     later = r"(?<=\}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
+    if not start:  # no opener of its own (xLAM): the list is recognised by its first call's head (``_list_anywhere``)
+        return _list_anywhere(t, ends, named, name_pair)
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
     # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
     # ``]`` continue a value). A section end may be left out: one that holds the turn's end marker
@@ -90,6 +92,39 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
+                  "transform": _call_transform("{name}", "{content}", None)})
+    return field, []
+
+
+WRAPPER = r"(?:(?:<[\w|:.\-]{1,32}>|\[[A-Z][A-Z_]{0,31}\])\s*)?"  # one markup token before a call list: ``<tool_call>``, ``[TOOL_CALLS]``
+WRAPPER_END = r"(?:```|</[\w|:.\-]{1,32}>|\[/[A-Z][A-Z_]{0,31}\])"  # a fence's end, an end tag after the list
+
+
+def _list_anywhere(t: Tools, ends: list[str], named: str, name_pair: str) -> tuple[dict, list[str]]:
+    r"""A JSON list of call objects of a name and arguments with no opener of its own (xLAM's ``[{"name": "f",
+    "arguments": {…}}]``), recognised by its shape wherever the model writes it, as vLLM's xLAM parser reads it:
+    at the reply's start, after text or a reasoning block the template does not know (``<think>…</think>[…]``),
+    in a markdown fence, after one markup token another family writes before its calls (``[TOOL_CALLS][…]``,
+    ``<tool_call>[…]</tool_call>``: consumed, with the end tag or fence's end after the list's ``]``). The first
+    call opens on ``[`` and its head, name first, then ``arguments`` or ``parameters`` (a bounded look: a list that
+    merely holds objects with a name is no call); a later one right after the previous object's ``}`` and a comma;
+    text before and after stays content. Before, the list was checked whole before it opened, at the reply's start
+    only, holding every call back until the list ended and re-reading it on every delta. The price, as bare JSON
+    calls (``_bare_json_calls``): a list whose head is a call's but whose rest is malformed is a call whose
+    arguments are its text; an argument holding ``}, {"name"`` splits its call there."""
+    head = named.replace(rf'\"{re.escape(t.args_path[0])}\"', rf'\"{args_keys(t)}\"')
+    name_key = re.escape(t.name_path[0])
+    later = r"(?<=\}\s*,\s*)"
+    field: dict = {"open_pattern": rf"(?:{WRAPPER}{FENCE_OPEN}\[\s*|{later}){head}"}
+    # After the list's ``]``: a fence's end or an end tag, then anything; else the turn's end, the text's end, text on
+    # a new line, or a tail on the same line with no quote in its next 20 characters (``}]"`` is inside a string).
+    after = (r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|{NEW_LINE_TEXT}"
+             r'|(?=[ \t]*[^\s,}\]"<\[`](?:[^"]{19}|[^"\x00]{0,18}\Z)))')
+    obj_end = rf"(?:{name_pair})?\}}"
+    close = rf"{obj_end}\s*,\s*(?=\{{\s*\"{name_key}\")|{obj_end}\s*\](?:\s*{WRAPPER_END}[ \t]*|{after})"
+    if ends:
+        close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
+    field.update({"close_pattern": close, "repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
     return field, []
 
@@ -159,15 +194,41 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
     # Up to the arguments: the object's ``{`` and the keys before them (the name among them, or not).
     to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
-    field: dict = {"open_pattern": f"(?P<name>){opener}(?:{long}|{short}){to_args}{dialect.define()}"}
     # After the arguments: the keys after them (the name, when it stands there), the object's ``}``, the close.
     tail = rf"(?:\s*,\s*{pair}){{0,4}}\s*\}}"
+    shaped_open, shaped_close = _self_described(t, opener, close, tail)
+    field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|{tail}\s*(?={finals})"
+    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|{shaped_close}|(?<=[}}\]]){tail}\s*(?={finals})"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
     return field, []
+
+
+def _self_described(t: Tools, opener: str, close: str, tail: str) -> tuple[str, str]:
+    r"""(an open alternative, close alternatives) for a call the model writes without the template's opener.
+    A call object ``{"name": "f", "arguments": {…}}`` describes itself: llama.cpp's Hermes 2 Pro parser reads it
+    bare at the reply's start, after text, or in a markdown fence, and as ``<function=f>{…}</function>`` (the
+    custom-tool spelling Meta's Llama 3.1 model card documents, also ``<function name="f">``). So the call also
+    opens on its head alone, name first then ``arguments`` or ``parameters`` (the shape decides, from a bounded
+    look: an object that merely has a name is no call), with a fence before it; or on the function tag, whose
+    region is the JSON object after it. Never inside a call the template's own opener began and has not
+    closed within ``2 * CALL_WINDOW`` characters (a bounded look back, run once a head is whole): the regex
+    module's partial search prefers a whole match further on to a partial one, so a call-shaped object in the
+    arguments of a call still being decided would open there. Text around stays content.
+
+    The closes: the object's ``}`` with a fence's end after it; or followed by text on a new line (a raw
+    newline never stands inside a JSON string, and after a value's ``}`` only ``,``, ``}`` or ``]`` continue
+    it); a function tag's ``</function>`` right after its object's ``}``."""
+    keys = args_keys(t)
+    head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
+    inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
+    shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
+    obj_end = rf"(?<=[}}\]]){tail}"  # the object's ``}`` (and keys after the arguments) right after the arguments
+    shaped_close = "|".join([rf"{obj_end}\s*```[ \t]*", rf"{obj_end}{NEW_LINE_TEXT}", rf"{obj_end}\s*(?={opener})",
+                             FUNCTION_TAG_CLOSE])
+    return shaped_open, shaped_close
 
 
 def _json_dialect_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -299,7 +360,12 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
-        field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*)){head}"}
+        # A list of calls that name their call ``name`` is one without its opener too (Mistral's ``[{"name": …,
+        # "arguments": …}]`` after text), where no section end must close it: recognised by its first call's head,
+        # the name first (``_list_anywhere``).
+        anywhere = (rf"|{FENCE_OPEN}\[\s*(?=\{{\s*\"{re.escape(name_key)}\"\s*:\s*\"{NAME}\"\s*,\s*\"{args_keys(t)}\"\s*:)"
+                    if _either_key(t) and not end else "")
+        field: dict = {"open_pattern": rf"(?:{opener}\s*\[\s*|(?<=\}}\s*,\s*){anywhere}){head}"}
         last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
         # (or the turn's end right after the object: an array never closed)
         close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
@@ -406,7 +472,7 @@ def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
             field, w = _sentinel_stop(_json_keyed(t, start, end, ends)[0]), []
         else:
             return tool_field(a)
-    elif start and t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
+    elif t.array_wrapped and t.call_keys == ("name", "arguments") and t.name_path == ("name",) and t.args_path == ("arguments",):
         field, w = _json_array_whole(t, start, end, ends)
     elif start and _head_decides(t):
         field, w = _json_whole(t, start, end, ends) if end and _either_key(t) else _json_head(t, start, end, ends)

@@ -95,6 +95,20 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
 
 FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare JSON call
 
+# A JSON call written as a function tag around its arguments: ``<function=f>{…}</function>`` (the custom-tool spelling
+# Meta's Llama 3.1 model card documents), ``<function name="f">{…}</function>`` (llama.cpp's Hermes 2 Pro parser reads
+# both). The region is the object after the tag; the close is the end tag right after that object's last bracket.
+FUNCTION_TAG = r'<function(?:=|\s+name=")(?P<name>[\w.\-/:]{1,256})"?>\s*(?=\{)'
+FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
+# Text on a new line after a call's ``}`` or list's ``]``: a raw newline never stands inside a JSON string, and only
+# ``,``, ``}`` or ``]`` continue a value. Decided by the line's first character, which may not begin a closer another
+# alternative consumes (an end tag, a fence's end, ``[/TOOL_CALLS]``): transformers before 5.24 commits a match that
+# does not end at the buffer's edge at once, so a look that waits for more text (``\Z`` or 20 characters) would close
+# the call before ``</tool_call>`` arrives, and the regex module's partial search prefers a whole match to a partial
+# one at the same place. A line that starts with ``<``, ``[`` or a backtick after such a call is no close (the text's
+# end or a closer ends it); nor one that starts with ``{`` (the next call of a run, which another close takes).
+NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
+
 
 NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
 
@@ -194,18 +208,22 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     # A lead that is a special token (``<|python_tag|>``) marks a call wherever it stands: after text too
     # (SGLang's Llama 3.2 parser reads ``Let me check. <|python_tag|>{…}``), as any marker-opened call.
     anywhere = rf"|{esc(t.call_lead)}\s*{head}" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
+    # The call object describes itself: after text too, or in a fence there, or as a function tag around its
+    # arguments (``<function=f>{…}</function>``, Llama 3.1's documented custom-tool spelling), the head decides.
+    shaped = rf"|{FENCE_OPEN}{head}|{FUNCTION_TAG}"
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}{anywhere}|\}}{sep}{loose_head}(?!))",
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}{anywhere}{shaped}|\}}{sep}{loose_head}(?!))",
         "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?:```\s*)?(?={finals})"
-                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;{lead_first}])|{obj_end}(?=[ \t]+[A-Z])"),
+                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;<{lead_first}])|{obj_end}(?=[ \t]+[A-Z])"
+                          rf"|{FUNCTION_TAG_CLOSE}"),
         "repeats": True,
         "content": "json",
         "content_args": {"allow_non_json": True},
         "transform": _call_transform("{name}", "{content}", None),
     }
     other = " or ".join(repr(k) for k in ARGS_KEYS if k != t.args_path[0])
-    warnings = [f"tool calls have no marker: calls {{\"name\": …, \"{t.args_path[0]}\": …}} (or {other}) are recognised only at the very start of the reply"
-                + (" or right after the reasoning" if reasoning_end else "") + ", one after another separated by ';' or whitespace"]
+    warnings = [f"tool calls have no marker: calls {{\"name\": …, \"{t.args_path[0]}\": …}} (or {other}) are recognised by that head wherever"
+                " they stand, one after another separated by ';' or whitespace"]
     return field, warnings
 
 
@@ -232,14 +250,16 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     list_end = r"(?:\]\s*)?" if t.call_lead.strip().endswith("[") else ""
     finals = [esc(e) for e in ends] + [r"\Z"]
     field = {
-        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)",
-        "close_pattern": rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")",
+        # (and, the call object describing itself, its head wherever it stands: after text too)
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{head}",
+        # (a call after text may have text after it too: on a new line, or a capital after a space, as bare calls)
+        "close_pattern": (rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")"
+                          + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z]))"),
         "repeats": True,
         "content": "json",
         "transform": _call_transform("{name}", "{content}", None),
     }
-    warnings = [f"tool calls have no marker: a run of calls {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} is recognised only at the very start of the reply"
-                + (" or right after the reasoning" if reasoning_end else "")]
+    warnings = [f"tool calls have no marker: a run of calls {{\"{t.name_path[0]}\": …, \"{t.args_path[0]}\": …}} is recognised by that head wherever it stands"]
     return field, warnings
 
 
