@@ -86,18 +86,25 @@ def _read_before_set(ast) -> set[str]:
 
     first: dict[str, str] = {}
     stack = [ast]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    name_t, assign_t, for_t = nodes.Name, nodes.Assign, nodes.For  # exact classes: jinja subclasses none of them
     while stack:
-        n = stack.pop()
-        if isinstance(n, nodes.Name):
-            first.setdefault(n.name, n.ctx)
+        n = pop()
+        t = type(n)
+        if t is name_t:
+            if n.name not in first:
+                first[n.name] = n.ctx
             continue
-        if isinstance(n, nodes.Assign):
-            kids = [n.node, n.target]
-        elif isinstance(n, nodes.For):
+        if t is assign_t:
+            push(n.target)
+            push(n.node)
+            continue
+        if t is for_t:
             kids = [n.iter, n.target, *n.body, *n.else_] + ([n.test] if n.test is not None else [])
         else:
             kids = list(n.iter_child_nodes())
-        stack.extend(reversed(kids))
+        kids.reverse()
+        extend(kids)
     return {name for name, ctx in first.items() if ctx == "load"}
 
 

@@ -321,6 +321,18 @@ def _changes(pr: Prober, a: Analysis, msgs: list[dict], mode: dict, text: str, v
 def _strings(value, out: list[str]) -> list[str]:
     """Every key and leaf of ``value`` as text, as a template prints it (``tojson`` escapes; a value it
     changes cannot come out of it unchanged)."""
+    t = type(value)
+    if t is str:  # most leaves, and every key: what ``str`` gives, without asking
+        out.append(value)
+        return out
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is str:
+                out.append(k)
+            else:
+                _strings(k, out)
+            _strings(v, out)
+        return out
     if isinstance(value, dict):
         for k, v in value.items():
             _strings(k, out)
