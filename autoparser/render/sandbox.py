@@ -462,6 +462,25 @@ def _strftime_now(fmt):
     return datetime.now().strftime(fmt)
 
 
+_GUARDED: dict[tuple, Any] = {}  # (filter name, jinja's function) -> its guarded form
+
+
+def _guarded_filters(filters: dict) -> dict:
+    """jinja's filters with ours for ``tojson`` and ``sum``, each guarded (``_guard_filter``). A guard keeps no
+    state of its own (the environment reaches a filter as an argument), so one per function serves every
+    environment: wrapping all of them again was a third of making an environment, at every compile."""
+    filters = {**filters, "tojson": _tojson, "sum": filters["sum"]}
+    out = {}
+    for name, f in filters.items():
+        g = _GUARDED.get((name, f))
+        if g is None:
+            g = _guard_filter(name, _linear_sum(f) if name == "sum" else f)
+            if len(_GUARDED) < 1024:
+                _GUARDED[(name, f)] = g
+        out[name] = g
+    return out
+
+
 def _environment(mutable: bool) -> jinja2.Environment:
     env = (_MutableEnv if mutable else _ImmutableEnv)(
         trim_blocks=True,
@@ -470,9 +489,7 @@ def _environment(mutable: bool) -> jinja2.Environment:
         optimized=False,  # constant folding would evaluate filters at compile time, unguarded
         finalize=_check,  # every {{ value }} before str() turns it into text
     )
-    env.filters["tojson"] = _tojson
-    env.filters["sum"] = _linear_sum(env.filters["sum"])
-    env.filters = {name: _guard_filter(name, f) for name, f in env.filters.items()}
+    env.filters = _guarded_filters(env.filters)
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = dict
