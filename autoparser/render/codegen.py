@@ -4,6 +4,7 @@ Part of the sandbox: the generated code is jinja's."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import jinja2
@@ -108,14 +109,16 @@ def _no_children(exclude=None, only=None):
 
 class _Children(list):
     """A node's children, read once: its ``iter_child_nodes``. One object per inner node (a closure per node
-    cost more in the garbage collector's passes than the visitors saved)."""
+    cost more in the garbage collector's passes than the visitors saved). It knows its node by a weak
+    reference: a strong one made every inner node a reference cycle, so a tree the sandbox let go of (it
+    keeps the last few) lived on, whole, until a full collection found it."""
 
     __slots__ = ("node",)
 
     def __call__(self, exclude=None, only=None):
         if exclude is None and only is None:
             return iter(self)
-        return jinja2.nodes.Node.iter_child_nodes(self.node, exclude, only)
+        return jinja2.nodes.Node.iter_child_nodes(self.node(), exclude, only)
 
 
 def _attach(root: jinja2.nodes.Template, environment) -> None:
@@ -157,7 +160,7 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
                         add(x)
         if children:
             stack += children
-            children.node = n
+            children.node = weakref.ref(n)
             n.iter_child_nodes = children
         else:  # a leaf (names, constants, text): half the nodes; one shared answer, nothing kept
             n.iter_child_nodes = _no_children
@@ -173,10 +176,11 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
         return hit
 
     for n in searched:
-        def find_all(node_type, _real=n.find_all, _loop=type(n) is for_class):
+        def find_all(node_type, _node=weakref.ref(n), _loop=type(n) is for_class):  # weakly, as ``_Children``
             if absent(node_type) or (_loop and node_type is name_class and not loop_store):
                 return iter(())  # a for loop searches its names only for a store to ``loop``
-            return _real(node_type)
+            node = _node()
+            return type(node).find_all(node, node_type)
 
         n.find_all = find_all
 
