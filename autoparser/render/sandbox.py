@@ -529,7 +529,7 @@ def syntax_tree(source: str):
 
 def _compiled(source: str, mutable: bool) -> jinja2.Template:
     """Compiling costs 5-50 ms and a render ~0.1 ms: analysis, verify and the hook share one compile per source."""
-    with collector_paused():
+    with _collector_paused():
         if len(source) > CACHE_SOURCE:
             return _environment(mutable).from_string(source)
         return _compiled_cached(source, mutable)
@@ -540,7 +540,7 @@ _paused = [0, False]  # compiles under way, whether the collector was on when th
 
 
 @contextmanager
-def collector_paused():
+def _collector_paused():
     """The cyclic garbage collector off during a compile. A compile builds tens of thousands of container
     objects (the parse tree, kept for the analysis; the code generator's frames) and frees few: the
     collector's passes during it, started every 700 allocations, walked that growing tree again and again
