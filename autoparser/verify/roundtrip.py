@@ -262,9 +262,10 @@ _AROUND = {"prompt": (True, None), "without": (False, None), "ref": (False, REF)
 def _around(pr: Prober, msgs: list[dict], mode: dict, memo: dict | None, kind: str) -> str | None:
     """A rendering every probe message's generation from conversation ``msgs`` reads (the prompt, the
     conversation without the reply, and with the reference reply), from ``memo`` when the same conversation
-    asked it before in this mode: ``_cases`` keeps one per conversation, where the prober's cache would
-    answer each of the sixteen-odd asks after the first at the cost of a ``repr`` of the conversation. The
-    first ask renders, at the point where it always did; ``memo=None``: every ask goes to the prober."""
+    asked it before in this mode: ``_cases`` keeps one per conversation (every probe message and each of its
+    variants asks the same three), where the prober's cache answered each later ask at the cost of a
+    ``repr`` of the conversation. The first ask renders, where it always did; ``memo=None``: every ask goes
+    to the prober."""
     key = (kind, *mode.items())
     if memo is not None:
         hit = memo.get(key, memo)
