@@ -137,3 +137,25 @@ def test_filters_and_tests_bound_at_the_start_behave_as_jinjas(src, out):
     except Exception as e:  # noqa: BLE001
         got = str(e)
     assert out.lower() in got.lower()
+
+
+def test_a_tree_let_go_of_is_freed_at_once():
+    """The parse's last walk links each node and its children without a reference cycle: a tree the sandbox
+    stops keeping is freed when let go of, not left (whole) for a full garbage collection to find. Failed
+    before the children knew their node weakly (every inner node was a cycle)."""
+    import gc
+    import weakref
+
+    src = "{% for m in messages %}{% set x = m.role %}{% if x == 'user' %}{{ m.content|trim }}{% endif %}{% endfor %}{% call f() %}y{% endcall %}"
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        tree = sandbox._environment(False).parse(src)
+        assert any(True for _ in tree.find_all(nodes.Name))  # the searches and children it was given work
+        assert [type(c).__name__ for c in tree.body[0].iter_child_nodes(only=("body",))] == ["Assign", "If"]
+        ref = weakref.ref(tree)
+        del tree
+        assert ref() is None
+    finally:
+        if was:
+            gc.enable()

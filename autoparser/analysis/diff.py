@@ -28,7 +28,7 @@ class Diff:
 @functools.lru_cache(maxsize=512)
 def _marker_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Cached: an analysis diffs the same few renderings many times."""
-    return tuple(m.span() for m in MARKER.finditer(text))
+    return tuple([m.span() for m in MARKER.finditer(text)])
 
 
 def prefix_len(a: str, b: str) -> int:

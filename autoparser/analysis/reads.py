@@ -86,18 +86,25 @@ def _read_before_set(ast) -> set[str]:
 
     first: dict[str, str] = {}
     stack = [ast]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    name_t, assign_t, for_t = nodes.Name, nodes.Assign, nodes.For  # exact classes: jinja subclasses none of them
     while stack:
-        n = stack.pop()
-        if isinstance(n, nodes.Name):
-            first.setdefault(n.name, n.ctx)
+        n = pop()
+        t = type(n)
+        if t is name_t:
+            if n.name not in first:
+                first[n.name] = n.ctx
             continue
-        if isinstance(n, nodes.Assign):
-            kids = [n.node, n.target]
-        elif isinstance(n, nodes.For):
+        if t is assign_t:
+            push(n.target)
+            push(n.node)
+            continue
+        if t is for_t:
             kids = [n.iter, n.target, *n.body, *n.else_] + ([n.test] if n.test is not None else [])
         else:
             kids = list(n.iter_child_nodes())
-        stack.extend(reversed(kids))
+        kids.reverse()
+        extend(kids)
     return {name for name, ctx in first.items() if ctx == "load"}
 
 
@@ -153,38 +160,57 @@ def prompt_only_names(source: str) -> frozenset[str]:
     unguarded: set[str] = set()
     guarded: set[str] = set()
     # Dispatch on the exact class (none of these has a subclass in jinja): this walk visits every node of
-    # the template, and a chain of isinstance tests per node was most of its time.
+    # the template, and a chain of isinstance tests per node was most of its time. What it finds is sets
+    # (or, at a stop, nothing), so the order of the visits does not matter: the nodes outside any guard
+    # are walked first, then everything under one (where every node is guarded), each off a plain stack.
     stop = {nodes.Block, nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport}
     name_t, if_t, and_t, cond_t = nodes.Name, nodes.If, nodes.And, nodes.CondExpr
-    stack = [(ast, False)]
-    pop, push = stack.pop, stack.append
+    stack, under = [ast], []
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        n, g = pop()
+        n = pop()
         t = type(n)
         if t is name_t:
             if n.ctx == "load":
-                (guarded if g else unguarded).add(n.name)
+                unguarded.add(n.name)
             elif n.name == _GEN:
                 return frozenset()
             continue
         if t in stop:
             return frozenset()
         if t is if_t:
-            if _unless_given(n.test):
-                stack.extend((b, g) for b in (*n.elif_, *n.else_))  # its body never runs: the switch is always given
-            else:
-                push((n.test, g))
-                inner = g or _implies_gen(n.test)
-                stack.extend((b, inner) for b in n.body)
-                stack.extend((b, g) for b in (*n.elif_, *n.else_))
+            if not _unless_given(n.test):  # else its body never runs: the switch is always given
+                push(n.test)
+                (under if _implies_gen(n.test) else stack).extend(n.body)
+            extend(n.elif_)
+            extend(n.else_)
         elif t is and_t:
-            stack += [(n.left, g), (n.right, g or _implies_gen(n.left))]
+            push(n.left)
+            (under if _implies_gen(n.left) else stack).append(n.right)
         elif t is cond_t:
-            stack += [(n.test, g), (n.expr1, g or _implies_gen(n.test))]
+            push(n.test)
+            (under if _implies_gen(n.test) else stack).append(n.expr1)
             if n.expr2 is not None:
-                push((n.expr2, g))
+                push(n.expr2)
         else:
-            stack.extend((c, g) for c in n.iter_child_nodes())
+            extend(n.iter_child_nodes())
+    pop, push, extend = under.pop, under.append, under.extend
+    while under:
+        n = pop()
+        t = type(n)
+        if t is name_t:
+            if n.ctx == "load":
+                guarded.add(n.name)
+            elif n.name == _GEN:
+                return frozenset()
+            continue
+        if t in stop:
+            return frozenset()
+        if t is if_t and _unless_given(n.test):
+            extend(n.elif_)
+            extend(n.else_)
+        else:
+            extend(n.iter_child_nodes())
     return frozenset(guarded - unguarded - {_GEN})
 
 

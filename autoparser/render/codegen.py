@@ -4,6 +4,7 @@ Part of the sandbox: the generated code is jinja's."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import jinja2
@@ -20,6 +21,87 @@ class _Parser(jinja2.parser.Parser):
         _attach(root, self.environment)
         return root
 
+    def parse_or(self) -> jinja2.nodes.Expr:
+        """jinja's ``parse_or``, which descends through nine levels of precedence (and, not, comparison, sum,
+        ``~``, product, power) to its operand, each level then looking for its operator after it. Most
+        expressions of a template are one operand (``message.content``, ``'<|im_end|>'``, ``loop.last``):
+        after it comes no operator of any level, and every level would hand it up as it is, so it is parsed
+        here directly. When an operator follows, ``_operators`` goes on as each level would have, from the
+        operand up; expressions starting with ``not`` take jinja's own way. The same tree, line numbers and
+        errors (tests/test_render_lexer.py)."""
+        stream = self.stream
+        token = stream.current
+        if token.type == "name" and token.value == "not":
+            return super().parse_or()
+        left = self.parse_unary()
+        after = stream.current.type
+        if after in _OPERATORS or after == "name" and stream.current.value in ("or", "and", "in", "not"):
+            return self._operators(left, token.lineno)
+        return left
+
+    def _operators(self, left: jinja2.nodes.Expr, lineno: int) -> jinja2.nodes.Expr:
+        """The loops of jinja's ``parse_pow`` up to ``parse_or`` in turn, each started with ``left`` (its
+        operand, parsed as that level would have) and ``lineno`` (where the expression starts, which every
+        level read before parsing anything)."""
+        stream, nodes = self.stream, jinja2.nodes
+        at = lineno
+        while stream.current.type == "pow":  # parse_pow
+            next(stream)
+            right = self.parse_unary()
+            left = nodes.Pow(left, right, lineno=at)
+            at = stream.current.lineno
+        at = lineno
+        while stream.current.type in ("mul", "div", "floordiv", "mod"):  # parse_math2
+            cls = _MATH[stream.current.type]
+            next(stream)
+            right = self.parse_pow()
+            left = cls(left, right, lineno=at)
+            at = stream.current.lineno
+        args = [left]
+        while stream.current.type == "tilde":  # parse_concat
+            next(stream)
+            args.append(self.parse_math2())
+        left = args[0] if len(args) == 1 else nodes.Concat(args, lineno=lineno)
+        at = lineno
+        while stream.current.type in ("add", "sub"):  # parse_math1
+            cls = _MATH[stream.current.type]
+            next(stream)
+            right = self.parse_concat()
+            left = cls(left, right, lineno=at)
+            at = stream.current.lineno
+        at, ops = lineno, []
+        while True:  # parse_compare
+            token_type = stream.current.type
+            if token_type in _COMPARE:
+                next(stream)
+                ops.append(nodes.Operand(token_type, self.parse_math1()))
+            elif stream.skip_if("name:in"):
+                ops.append(nodes.Operand("in", self.parse_math1()))
+            elif stream.current.test("name:not") and stream.look().test("name:in"):
+                stream.skip(2)
+                ops.append(nodes.Operand("notin", self.parse_math1()))
+            else:
+                break
+            at = stream.current.lineno
+        if ops:
+            left = nodes.Compare(left, ops, lineno=at)
+        at = lineno
+        while stream.skip_if("name:and"):  # parse_and (parse_not had no ``not`` to take)
+            right = self.parse_not()
+            left = nodes.And(left, right, lineno=at)
+            at = stream.current.lineno
+        at = lineno
+        while stream.skip_if("name:or"):  # parse_or
+            right = self.parse_and()
+            left = nodes.Or(left, right, lineno=at)
+            at = stream.current.lineno
+        return left
+
+
+_COMPARE = jinja2.parser._compare_operators
+_MATH = jinja2.parser._math_nodes
+_OPERATORS = frozenset({"pow", "mul", "div", "floordiv", "mod", "tilde", "add", "sub", *_COMPARE})  # after an operand: a level goes on
+
 
 def _no_children(exclude=None, only=None):
     return iter(())
@@ -27,14 +109,16 @@ def _no_children(exclude=None, only=None):
 
 class _Children(list):
     """A node's children, read once: its ``iter_child_nodes``. One object per inner node (a closure per node
-    cost more in the garbage collector's passes than the visitors saved)."""
+    cost more in the garbage collector's passes than the visitors saved). It knows its node by a weak
+    reference: a strong one made every inner node a reference cycle, so a tree the sandbox let go of (it
+    keeps the last few) lived on, whole, until a full collection found it."""
 
     __slots__ = ("node",)
 
     def __call__(self, exclude=None, only=None):
         if exclude is None and only is None:
             return iter(self)
-        return jinja2.nodes.Node.iter_child_nodes(self.node, exclude, only)
+        return jinja2.nodes.Node.iter_child_nodes(self.node(), exclude, only)
 
 
 def _attach(root: jinja2.nodes.Template, environment) -> None:
@@ -76,7 +160,7 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
                         add(x)
         if children:
             stack += children
-            children.node = n
+            children.node = weakref.ref(n)
             n.iter_child_nodes = children
         else:  # a leaf (names, constants, text): half the nodes; one shared answer, nothing kept
             n.iter_child_nodes = _no_children
@@ -92,10 +176,11 @@ def _attach(root: jinja2.nodes.Template, environment) -> None:
         return hit
 
     for n in searched:
-        def find_all(node_type, _real=n.find_all, _loop=type(n) is for_class):
+        def find_all(node_type, _node=weakref.ref(n), _loop=type(n) is for_class):  # weakly, as ``_Children``
             if absent(node_type) or (_loop and node_type is name_class and not loop_store):
                 return iter(())  # a for loop searches its names only for a store to ``loop``
-            return _real(node_type)
+            node = _node()
+            return type(node).find_all(node, node_type)
 
         n.find_all = find_all
 

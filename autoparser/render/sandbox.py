@@ -20,6 +20,7 @@ Values are weighed before C code prints or joins them (``weights``).
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import json
 import logging
@@ -461,6 +462,25 @@ def _strftime_now(fmt):
     return datetime.now().strftime(fmt)
 
 
+_GUARDED: dict[tuple, Any] = {}  # (filter name, jinja's function) -> its guarded form
+
+
+def _guarded_filters(filters: dict) -> dict:
+    """jinja's filters with ours for ``tojson`` and ``sum``, each guarded (``_guard_filter``). A guard keeps no
+    state of its own (the environment reaches a filter as an argument), so one per function serves every
+    environment: wrapping all of them again was a third of making an environment, at every compile."""
+    filters = {**filters, "tojson": _tojson, "sum": filters["sum"]}
+    out = {}
+    for name, f in filters.items():
+        g = _GUARDED.get((name, f))
+        if g is None:
+            g = _guard_filter(name, _linear_sum(f) if name == "sum" else f)
+            if len(_GUARDED) < 1024:
+                _GUARDED[(name, f)] = g
+        out[name] = g
+    return out
+
+
 def _environment(mutable: bool) -> jinja2.Environment:
     env = (_MutableEnv if mutable else _ImmutableEnv)(
         trim_blocks=True,
@@ -469,9 +489,7 @@ def _environment(mutable: bool) -> jinja2.Environment:
         optimized=False,  # constant folding would evaluate filters at compile time, unguarded
         finalize=_check,  # every {{ value }} before str() turns it into text
     )
-    env.filters["tojson"] = _tojson
-    env.filters["sum"] = _linear_sum(env.filters["sum"])
-    env.filters = {name: _guard_filter(name, f) for name, f in env.filters.items()}
+    env.filters = _guarded_filters(env.filters)
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = dict
@@ -511,9 +529,36 @@ def syntax_tree(source: str):
 
 def _compiled(source: str, mutable: bool) -> jinja2.Template:
     """Compiling costs 5-50 ms and a render ~0.1 ms: analysis, verify and the hook share one compile per source."""
-    if len(source) > CACHE_SOURCE:
-        return _environment(mutable).from_string(source)
-    return _compiled_cached(source, mutable)
+    with _collector_paused():
+        if len(source) > CACHE_SOURCE:
+            return _environment(mutable).from_string(source)
+        return _compiled_cached(source, mutable)
+
+
+_PAUSE_LOCK = threading.Lock()
+_paused = [0, False]  # compiles under way, whether the collector was on when the first began
+
+
+@contextmanager
+def _collector_paused():
+    """The cyclic garbage collector off during a compile: the container objects a compile allocates (tokens,
+    the parse tree, the code generator's frames and symbol tables) started collections that found next to
+    nothing to free (a compile leaves some twenty objects of cyclic garbage). Over a corpus pass of cold
+    infer + verify: 194 -> 153 collections, 1.5 -> 1.2 ms of collector time a template. No template code
+    runs in a compile (constant folding is off), so nothing a template does allocates while it is paused.
+    Counted across threads: the collector comes back on when the last compile ends, and only if it was on."""
+    with _PAUSE_LOCK:
+        if _paused[0] == 0:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _paused[1]:
+                gc.enable()
 
 
 @contextmanager

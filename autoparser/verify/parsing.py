@@ -112,10 +112,11 @@ class _Parsing:
         hit = self.tails.get(prompt)
         if hit is None:
             try:
-                tail = self.spec.truncate_past_last_anchor(prompt)
                 last = None
-                for last in self.spec.start_anchor_re.finditer(prompt):
+                for last in self.spec.start_anchor_re.finditer(prompt):  # one scan of the prompt (tools, history)
                     pass
+                # what ``truncate_past_last_anchor`` gives: after the last anchor, or the whole prompt without one
+                tail = prompt[last.end():] if last is not None else prompt
                 short = prompt[last.start():] if last is not None else prompt
                 hit = (tail, short if self.spec.truncate_past_last_anchor(short) == tail else prompt)
             except Exception:  # noqa: BLE001 - a template that does not load: each parse raises its error

@@ -256,18 +256,40 @@ def _reasoning(m: dict) -> str:
     return next((m[k] for k in REASONING_KEYS if isinstance(m.get(k), str)), "")
 
 
-def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
+_AROUND = {"prompt": (True, None), "without": (False, None), "ref": (False, REF)}  # kind -> (generation prompt, reply)
+
+
+def _around(pr: Prober, msgs: list[dict], mode: dict, memo: dict | None, kind: str) -> str | None:
+    """A rendering every probe message's generation from conversation ``msgs`` reads (the prompt, the
+    conversation without the reply, and with the reference reply), from ``memo`` when the same conversation
+    asked it before in this mode: ``_cases`` keeps one per conversation (every probe message and each of its
+    variants asks the same three), where the prober's cache answered each later ask at the cost of a
+    ``repr`` of the conversation. The first ask renders, where it always did; ``memo=None``: every ask goes
+    to the prober."""
+    key = (kind, *mode.items())
+    if memo is not None:
+        hit = memo.get(key, memo)
+        if hit is not memo:
+            return hit
+    gen, reply = _AROUND[kind]
+    out = pr.try_render(msgs if reply is None else msgs + [reply], gen=gen, mode=mode, tools=VERIFY_TOOLS)
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, around: dict | None = None):
     """(prompt, generated text, how) or None when this mode cannot produce M.
 
     ``exact``: the rendered turn continues the prompt. Otherwise the prompt ends with a prefill the
     history rendering leaves out: after a closed reasoning prefill the model goes on with the rest of
     the turn (``prefill-dropped``); after an open one, or when the turn never closes the reasoning the
     prompt opened, it writes the reasoning and its end marker first (``synthesized``)."""
-    prompt = pr.try_render(msgs, gen=True, mode=mode, tools=VERIFY_TOOLS)
+    prompt = _around(pr, msgs, mode, around, "prompt")
     full = pr.try_render(msgs + [m], gen=False, mode=mode, tools=VERIFY_TOOLS)
     if prompt is None or full is None:
         return None
-    without = pr.try_render(msgs, gen=False, mode=mode, tools=VERIFY_TOOLS)
+    without = _around(pr, msgs, mode, around, "without")
     real = prompt  # what the model is given; the split below reads the renderings without their trailer
     prompt, without, full = drop_trailer(prompt, without, full)
     full = align_history(prompt, full, msgs[-1]["content"])
@@ -277,7 +299,7 @@ def _generation(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict):
         trailed = Prober._after_trailer(prompt, without, full)
         if trailed is not None:
             return real, _cut(trailed, ends), "exact"
-    full = full[: _turn_end(full, k, pr.try_render(msgs + [REF], gen=False, mode=mode, tools=VERIFY_TOOLS))]
+    full = full[: _turn_end(full, k, _around(pr, msgs, mode, around, "ref"))]
     dropped, rest = prompt[k:], full[k:]
     rest = rest[_overlap(dropped, rest):]
     r = a.reasoning
@@ -312,15 +334,27 @@ def _said(prompt: str, a: Analysis) -> str:
 ALT = "QXVERIFYALTQX"
 
 
-def _changes(pr: Prober, a: Analysis, msgs: list[dict], mode: dict, text: str, variant: dict) -> bool | None:
+def _changes(pr: Prober, a: Analysis, msgs: list[dict], mode: dict, text: str, variant: dict, around: dict | None = None) -> bool | None:
     """Whether the generation for ``variant`` differs from ``text`` (None: the variant does not render)."""
-    g = _generation(pr, a, msgs, variant, mode)
+    g = _generation(pr, a, msgs, variant, mode, around)
     return None if g is None else g[1] != text
 
 
 def _strings(value, out: list[str]) -> list[str]:
     """Every key and leaf of ``value`` as text, as a template prints it (``tojson`` escapes; a value it
     changes cannot come out of it unchanged)."""
+    t = type(value)
+    if t is str:  # most leaves, and every key: what ``str`` gives, without asking
+        out.append(value)
+        return out
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is str:
+                out.append(k)
+            else:
+                _strings(k, out)
+            _strings(v, out)
+        return out
     if isinstance(value, dict):
         for k, v in value.items():
             _strings(k, out)
@@ -389,7 +423,7 @@ def _named(pr: Prober, a: Analysis, msgs: list[dict], m: dict, text: str) -> boo
     return any(n not in base and n not in own and (n not in _TOOL_TEXT or listed_not_shown) for n in shown)
 
 
-def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, text: str) -> tuple[dict, dict | None]:
+def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, text: str, around: dict | None = None) -> tuple[dict, dict | None]:
     """The fields of M that the generated text carries, found by changing each field's value (content,
     reasoning, call names) and re-rendering: a substring test is fooled by short values and by templates
     that trim fields, and removing a field changes the turn's shape, not only its text. Values are
@@ -402,7 +436,7 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
     if content.strip():
         alt = ALT if content.strip() != ALT else ALT + "2"
         variant = {**m, "content": alt}
-        hit = True if _carried(pr, a, msgs, variant, content.strip(), text) else _changes(pr, a, msgs, mode, text, variant)
+        hit = True if _carried(pr, a, msgs, variant, content.strip(), text) else _changes(pr, a, msgs, mode, text, variant, around)
         if hit or (hit is None and content.strip() in text):
             exp["content"] = content.strip()
             # A template may render content where it renders reasoning (gpt-oss: the analysis channel
@@ -423,7 +457,7 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
         elif not pr.reads_reasoning and reasoning.strip() not in text and not _traces(reasoning, text):
             hit = False  # spelt nowhere, and nothing of it in the text (``_generation`` writes none): no rendering reads it
         else:
-            hit = _changes(pr, a, msgs, mode, text, variant)
+            hit = _changes(pr, a, msgs, mode, text, variant, around)
         if hit or (hit is None and reasoning.strip() in text):
             exp["thinking"] = reasoning.strip()
     calls = m.get("tool_calls") or []
@@ -434,9 +468,9 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
         elif "tool_calls" not in pr.r.source and not _traces("\0".join(_strings([[c.get("id"), c["function"]["name"], c["function"]["arguments"]] for c in calls], [])), text):
             hit = False  # spelt nowhere, and nothing of them in the text: no rendering reads them
         else:
-            hit = _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed})
+            hit = _changes(pr, a, msgs, mode, text, {**m, "tool_calls": renamed}, around)
         if hit or (hit is None and any(c["function"]["name"] in text for c in calls)):
-            n = next((k for k in range(1, len(calls)) if _changes(pr, a, msgs, mode, text, {**m, "tool_calls": calls[:k]}) is False), len(calls))
+            n = next((k for k in range(1, len(calls)) if _changes(pr, a, msgs, mode, text, {**m, "tool_calls": calls[:k]}, around) is False), len(calls))
             exp["tool_calls"] = [
                 {"name": c["function"]["name"], "arguments": c["function"]["arguments"], "id": c["id"] if c.get("id") and c["id"] in text else None}
                 for c in calls[:n]
@@ -533,13 +567,14 @@ def _cases(pr: Prober, analysis: Analysis, messages) -> list[Case]:
     made = pr.memo.get(key)
     if made is None:
         made = []
+        arounds: dict[bool, dict] = {False: {}, True: {}}  # each conversation's shared renderings (``_around``)
         for name, m in messages or probe_messages():
             with budget(watchdog.TIME_BUDGET, "template"):  # each probe message's renderings, as one analysis
                 for hist in (False, True):
                     msgs = (HISTORY if hist else []) + [{"role": "user", "content": "What is the weather in Paris?"}]
                     found = False
                     for mode in pr.modes:
-                        case = _case(pr, analysis, name, msgs, m, mode, hist)
+                        case = _case(pr, analysis, name, msgs, m, mode, hist, arounds[hist])
                         if case is not None:
                             made.append(case)
                             found = True
@@ -562,14 +597,14 @@ def _unrendered(pr: Prober, msgs: list[dict]) -> str:
     return "template does not render this message"
 
 
-def _case(pr: Prober, a: Analysis, name: str, msgs: list[dict], m: dict, mode: dict, hist: bool) -> Case | None:
+def _case(pr: Prober, a: Analysis, name: str, msgs: list[dict], m: dict, mode: dict, hist: bool, around: dict | None = None) -> Case | None:
     """Message ``m`` in one thinking mode: what a model would generate, and what parsing must give back
     (None when this mode does not render it)."""
-    got = _generation(pr, a, msgs, m, mode)
+    got = _generation(pr, a, msgs, m, mode, around)
     if got is None:
         return None
     prompt, text, how = got
-    exp, as_reasoning = _expected(pr, a, msgs, m, mode, text)
+    exp, as_reasoning = _expected(pr, a, msgs, m, mode, text, around)
     mode_name = ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
     rewritten = [f for f in ("content", "thinking") if f in exp and exp[f] not in text]
     if rewritten:  # the template renders the field, but not as the message has it (splits, truncates)
@@ -584,7 +619,7 @@ def _case(pr: Prober, a: Analysis, name: str, msgs: list[dict], m: dict, mode: d
     if as_reasoning is not None and "content" in exp:
         alt = {k: v for k, v in exp.items() if k != "content"}
         alt["thinking"] = (said + "\n" + exp["content"]).strip() if said else exp["content"]
-        reading = _Reading(alt, lambda: _changes(pr, a, msgs, mode, text, as_reasoning) is False)
+        reading = _Reading(alt, lambda: _changes(pr, a, msgs, mode, text, as_reasoning, around) is False)
     return Case(name, mode_name, hist, "pass", how, prompt=prompt, generated=text, expected=exp, source=(msgs, m, mode), reading=reading)
 
 
