@@ -20,7 +20,6 @@ Values are weighed before C code prints or joins them (``weights``).
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import json
 import logging
@@ -529,36 +528,9 @@ def syntax_tree(source: str):
 
 def _compiled(source: str, mutable: bool) -> jinja2.Template:
     """Compiling costs 5-50 ms and a render ~0.1 ms: analysis, verify and the hook share one compile per source."""
-    with _collector_paused():
-        if len(source) > CACHE_SOURCE:
-            return _environment(mutable).from_string(source)
-        return _compiled_cached(source, mutable)
-
-
-_PAUSE_LOCK = threading.Lock()
-_paused = [0, False]  # compiles under way, whether the collector was on when the first began
-
-
-@contextmanager
-def _collector_paused():
-    """The cyclic garbage collector off during a compile: the container objects a compile allocates (tokens,
-    the parse tree, the code generator's frames and symbol tables) started collections that found next to
-    nothing to free (a compile leaves some twenty objects of cyclic garbage). Over a corpus pass of cold
-    infer + verify: 194 -> 153 collections, 1.5 -> 1.2 ms of collector time a template. No template code
-    runs in a compile (constant folding is off), so nothing a template does allocates while it is paused.
-    Counted across threads: the collector comes back on when the last compile ends, and only if it was on."""
-    with _PAUSE_LOCK:
-        if _paused[0] == 0:
-            _paused[1] = gc.isenabled()
-            gc.disable()
-        _paused[0] += 1
-    try:
-        yield
-    finally:
-        with _PAUSE_LOCK:
-            _paused[0] -= 1
-            if _paused[0] == 0 and _paused[1]:
-                gc.enable()
+    if len(source) > CACHE_SOURCE:
+        return _environment(mutable).from_string(source)
+    return _compiled_cached(source, mutable)
 
 
 @contextmanager
