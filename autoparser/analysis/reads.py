@@ -151,33 +151,43 @@ def prompt_only_names(source: str) -> frozenset[str]:
     Nothing when the template assigns ``add_generation_prompt`` itself (other than a default for a caller
     that gives none, which never runs here: ``_unless_given``) or uses blocks, includes or imports
     (whose bodies run elsewhere); read off the parsed template, nothing runs."""
-    from jinja2 import nodes
-
     try:
         ast = _tree(source)
     except Exception:  # noqa: BLE001 - the sandbox's compile reports a template that does not parse
         return frozenset()
     unguarded: set[str] = set()
     guarded: set[str] = set()
-    # Dispatch on the exact class (none of these has a subclass in jinja): this walk visits every node of
-    # the template, and a chain of isinstance tests per node was most of its time. What it finds is sets
-    # (or, at a stop, nothing), so the order of the visits does not matter: the nodes outside any guard
-    # are walked first, then everything under one (where every node is guarded), each off a plain stack.
+    # What the walk finds is sets (or, at a stop, nothing), so the order of the visits does not matter: the
+    # nodes outside any guard are walked first, setting aside what a guard holds, then everything set aside
+    # (where every node is guarded, so nothing is set apart from it again), each off a plain stack.
+    under: list = []
+    if not _loads([ast], under, unguarded) or not _loads(under, under, guarded):
+        return frozenset()
+    return frozenset(guarded - unguarded - {_GEN})
+
+
+def _loads(stack: list, under: list, found: set[str]) -> bool:
+    """Walk ``stack`` adding the names each node loads to ``found``; a node only ``add_generation_prompt``
+    lets run (an ``if`` body, the right of an ``and``, an inline ``if``'s first branch) goes to ``under``
+    instead. False at what ends the question (a block, include or import; a template that sets the switch).
+    It dispatches on the exact class (none of these has a subclass in jinja): it visits every node of the
+    template, and a chain of isinstance tests per node was most of its time."""
+    from jinja2 import nodes
+
     stop = {nodes.Block, nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport}
     name_t, if_t, and_t, cond_t = nodes.Name, nodes.If, nodes.And, nodes.CondExpr
-    stack, under = [ast], []
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         n = pop()
         t = type(n)
         if t is name_t:
             if n.ctx == "load":
-                unguarded.add(n.name)
+                found.add(n.name)
             elif n.name == _GEN:
-                return frozenset()
+                return False
             continue
         if t in stop:
-            return frozenset()
+            return False
         if t is if_t:
             if not _unless_given(n.test):  # else its body never runs: the switch is always given
                 push(n.test)
@@ -194,24 +204,7 @@ def prompt_only_names(source: str) -> frozenset[str]:
                 push(n.expr2)
         else:
             extend(n.iter_child_nodes())
-    pop, push, extend = under.pop, under.append, under.extend
-    while under:
-        n = pop()
-        t = type(n)
-        if t is name_t:
-            if n.ctx == "load":
-                guarded.add(n.name)
-            elif n.name == _GEN:
-                return frozenset()
-            continue
-        if t in stop:
-            return frozenset()
-        if t is if_t and _unless_given(n.test):
-            extend(n.elif_)
-            extend(n.else_)
-        else:
-            extend(n.iter_child_nodes())
-    return frozenset(guarded - unguarded - {_GEN})
+    return True
 
 
 def reasoning_switches(source: str) -> list[dict]:

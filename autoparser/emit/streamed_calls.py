@@ -79,7 +79,7 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     later = r"(?<=\}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
     if not start:  # no opener of its own (xLAM): the list is recognised by its first call's head (``_list_anywhere``)
-        return _list_anywhere(t, ends, named, name_pair)
+        return _list_anywhere(t, ends, name_pair)
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
     # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
     # ``]`` continue a value). A section end may be left out: one that holds the turn's end marker
@@ -100,7 +100,7 @@ WRAPPER = r"(?:(?:<[\w|:.\-]{1,32}>|\[[A-Z][A-Z_]{0,31}\])\s*)?"  # one markup t
 WRAPPER_END = r"(?:```|</[\w|:.\-]{1,32}>|\[/[A-Z][A-Z_]{0,31}\])"  # a fence's end, an end tag after the list
 
 
-def _list_anywhere(t: Tools, ends: list[str], named: str, name_pair: str) -> tuple[dict, list[str]]:
+def _list_anywhere(t: Tools, ends: list[str], name_pair: str) -> tuple[dict, list[str]]:
     r"""A JSON list of call objects of a name and arguments with no opener of its own (xLAM's ``[{"name": "f",
     "arguments": {…}}]``), recognised by its shape wherever the model writes it, as vLLM's xLAM parser reads it:
     at the reply's start, after text or a reasoning block the template does not know (``<think>…</think>[…]``),
@@ -112,7 +112,7 @@ def _list_anywhere(t: Tools, ends: list[str], named: str, name_pair: str) -> tup
     only, holding every call back until the list ended and re-reading it on every delta. The price, as bare JSON
     calls (``_bare_json_calls``): a list whose head is a call's but whose rest is malformed is a call whose
     arguments are its text; an argument holding ``}, {"name"`` splits its call there."""
-    head = named.replace(rf'\"{re.escape(t.args_path[0])}\"', rf'\"{args_keys(t)}\"')
+    head = _call_head(t, args=args_keys(t))[1]
     name_key = re.escape(t.name_path[0])
     later = r"(?<=\}\s*,\s*)"
     # The head in each branch, not after an alternation of the two: under partial matching (every delta) the regex
@@ -198,7 +198,7 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
     # After the arguments: the keys after them (the name, when it stands there), the object's ``}``, the close.
     tail = rf"(?:\s*,\s*{pair}){{0,4}}\s*\}}"
-    shaped_open, shaped_close = _self_described(t, opener, close, tail)
+    shaped_open, shaped_close = _self_described(opener, close, head, tail)
     field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
@@ -208,7 +208,7 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     return field, []
 
 
-def _self_described(t: Tools, opener: str, close: str, tail: str) -> tuple[str, str]:
+def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str, str]:
     r"""(an open alternative, close alternatives) for a call the model writes without the template's opener.
     A call object ``{"name": "f", "arguments": {…}}`` describes itself: llama.cpp's Hermes 2 Pro parser reads it
     bare at the reply's start, after text, or in a markdown fence, and as ``<function=f>{…}</function>`` (the
@@ -223,8 +223,6 @@ def _self_described(t: Tools, opener: str, close: str, tail: str) -> tuple[str, 
     The closes: the object's ``}`` with a fence's end after it; or followed by text on a new line (a raw
     newline never stands inside a JSON string, and after a value's ``}`` only ``,``, ``}`` or ``]`` continue
     it); a function tag's ``</function>`` right after its object's ``}``."""
-    keys = args_keys(t)
-    head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
     inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
     shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
     obj_end = rf"(?<=[}}\]]){tail}"  # the object's ``}`` (and keys after the arguments) right after the arguments

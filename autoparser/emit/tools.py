@@ -113,10 +113,11 @@ NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
 
 
-def _call_head(t: Tools, capture: bool = True) -> tuple[str, str]:
+def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
     """(the name key, escaped; the head of a call object up to its arguments, ``{"name": "<name>", "arguments": ``,
-    the name a capture, or with ``capture`` off a plain look that decides whether a head is there)."""
-    name_key, args_key = re.escape(t.name_path[0]), re.escape(t.args_path[0])
+    the name a capture, or with ``capture`` off a plain look that decides whether a head is there). ``args``: the
+    arguments key as a pattern (``args_keys``: either spelling), instead of the template's own."""
+    name_key, args_key = re.escape(t.name_path[0]), args or re.escape(t.args_path[0])
     name = f"(?P<name>{NAME})" if capture else NAME
     return name_key, rf"\{{\s*\"{name_key}\"\s*:\s*\"{name}\"\s*,\s*\"{args_key}\"\s*:\s*"
 
