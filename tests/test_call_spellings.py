@@ -189,6 +189,19 @@ def test_a_json_call_under_a_marker_under_either_arguments_key(text, calls, cont
 
 
 @pytest.mark.parametrize("text, calls", [
+    ('<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|im_end|>', [WEATHER]),  # as rendered
+    ('<tool_calls>[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time", "parameters": {}}]',
+     [WEATHER, ("get_time", {})]),
+    ('<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"parameters": {}, "name": "get_time"}]<|im_end|>',
+     [WEATHER, ("get_time", {})]),  # the keys mixed in one list, the name after the arguments
+])
+def test_a_json_call_array_under_a_marker_under_either_arguments_key(text, calls):
+    """An array of call objects of a name and arguments after its marker (Nemotron's ``<TOOLCALL>[…]``) takes the
+    arguments under either key, as a single call object does (SGLang's JSON call parsers read both)."""
+    assert _calls(_parse("json-array-stop", text)) == calls
+
+
+@pytest.mark.parametrize("text, calls", [
     ('<|calls|>[{"id": "a1", "name": "get_weather", "arguments": {"city": "Paris"}}]<|eot|>', [WEATHER]),  # as rendered
     ('<|calls|>[{"id": "a1", "name": "get_weather", "parameters": {"city": "Paris"}}, {"parameters": {}, "name": "get_time"}]',
      [WEATHER, ("get_time", {})]),
@@ -587,3 +600,42 @@ def test_a_keyed_json_call_list_is_a_call_list_without_its_opener(text, content)
     parser reads it)."""
     msg = _parse("json-array-ids", text)
     assert _calls(msg) == [WEATHER] and msg.get("content") == content, msg
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    # the section's own markers around a list of JSON call objects, under either arguments key
+    ('<|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]<|tool_call_end|>',
+     [("get_weather", {"city": "Paris", "days": 3})], None),
+    ('<|tool_call_start|>[{"name": "get_weather", "parameters": {"city": "Madrid"}}]<|tool_call_end|>',
+     [("get_weather", {"city": "Madrid"})], None),
+    # several calls, nested values, JSON literals and escapes, text around the section
+    ('Let me check. <|tool_call_start|>[{"name": "a", "arguments": {"o": {"x": [1, {"y": null}]}, "ok": true}}, '
+     '{"name": "b", "arguments": {"q": "say \\"hi\\", {\\"k\\": 1}"}}]<|tool_call_end|> Done.',
+     [("a", {"o": {"x": [1, {"y": None}]}, "ok": True}), ("b", {"q": 'say "hi", {"k": 1}'})], "Let me check.\n\nDone."),
+    # an array of objects inside the arguments, one with a name, does not end the call
+    ('<|tool_call_start|>[{"name": "f", "arguments": {"people": [{"x": {}}, {"name": "Bob"}]}}]<|tool_call_end|>',
+     [("f", {"people": [{"x": {}}, {"name": "Bob"}]})], None),
+    # the template's own pythonic calls are read as before, a dict argument shaped like a call object too
+    ('<|tool_call_start|>[get_weather(city=\'Paris\', d={"name": "x", "arguments": {}})]<|tool_call_end|>',
+     [("get_weather", {"city": "Paris", "d": {"name": "x", "arguments": {}}})], None),
+])
+def test_a_pythonic_sections_calls_may_be_json_objects(text, calls, content):
+    """FORMATS §7b, call spellings: a call object describes itself, also between a pythonic list's markers."""
+    msg = _parse("pythonic-literals", text)
+    assert _calls(msg) == calls
+    assert msg.get("content") == content
+
+
+@pytest.mark.parametrize("text", [
+    'See [{"name": "get_weather", "arguments": {"city": "Paris"}}] in prose.',  # no section marker: prose
+    '<|tool_call_start|>[{"name": "get_weather"}]<|tool_call_end|>',  # no arguments: no call
+])
+def test_json_call_objects_outside_a_pythonic_section_or_without_arguments_stay_content(text):
+    msg = _parse("pythonic-literals", text)
+    assert not msg.get("tool_calls")
+    assert "get_weather" in msg.get("content", "")
+
+
+def test_a_json_call_cut_off_in_a_pythonic_section_keeps_what_arrived():
+    msg = _parse("pythonic-literals", '<|tool_call_start|>[{"name": "f", "arguments": {"city": "Ber')
+    assert _calls(msg) == [("f", {"city": "Ber"})]

@@ -55,8 +55,10 @@ class _Dialect:
                 return False
         return bool(self.standard or self.delims)
 
-    def key(self, k: str) -> str:
-        """Key ``k`` as the dialect may write it."""
+    def key(self, k: str | tuple[str, ...]) -> str:
+        """Key ``k`` as the dialect may write it (a tuple: any of its spellings)."""
+        if isinstance(k, tuple):
+            return "(?:" + "|".join(self.key(x) for x in k) + ")"
         forms = ([f'"{re.escape(k)}"'] if self.standard else []) + [esc(o) + re.escape(k) + esc(c) for o, c in self.delims]
         forms += [re.escape(k) + "(?=:)"] if self.unquoted and re.fullmatch(r"[A-Za-z0-9_]+", k) else []
         return "(?:" + "|".join(forms) + ")"

@@ -123,6 +123,9 @@ def flex_pattern(pattern: str) -> str:
     return "".join(out)
 
 
+NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
+ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's arguments key
+
 _SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
 SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 

@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.diff import markers
 from ..analysis.model import Tools
-from .markers import _SPECIAL_TOKEN, _call_transform, _flex
+from .markers import _SPECIAL_TOKEN, ARGS_KEYS, NAME, _call_transform, _flex
 
 
 # Python literals for the pythonic argument grammar: quoted strings, bracketed lists/dicts matched
@@ -46,15 +46,43 @@ _PY_TYPED = (rf"(?P<value>{_SQ_EXACT}|{_DQ_EXACT}|{_NEST2}|[^,\s()\[\]{{}}'\"]+)
 PY_TYPED_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True, "strip": False}}
 
 
-def _pythonic_args(t: Tools) -> dict:
+# A member of a JSON object, for the arguments of a call written as JSON in a pythonic section (``_json_calls``):
+# its key after the object's ``{`` or a ``,``, and its value as ``_PY_TYPED`` spells it for the one json parser
+# both kinds of call share: a double-quoted string whole when it holds no apostrophe (its escapes are JSON's),
+# else the text between its quotes; a bracketed value whole; a bare atom; a string cut off where the text ends.
+_JSON_MEMBER = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]{1,256})"\s*:\s*'
+                r"""(?:(?P<value>"(?:[^"\\'\x00-\x1f]|\\.)*"|(?&n2)|[^,\s()\[\]{}'"]+)"""
+                r'|"(?P<value>(?:[^"\\]|\\.)*)"|"(?P<value>(?:[^"\\]|\\.)*)\Z)')
+
+
+def _pythonic_args(t: Tools, json_calls: bool = False) -> dict:
     """The xml-inline arguments of a pythonic call. Values a template writes as JSON (``tojson``) are
     matched whole and read by the json parser (escapes, nesting); others are typed by their spelling
     (``_PY_TYPED``), which holds whatever the template printed: models write Python and JSON literals
-    alike (``count=42, enabled=true, items=['a','b']``) whether or not their template does."""
+    alike (``count=42, enabled=true, items=['a','b']``) whether or not their template does.
+    ``json_calls``: the members of a JSON arguments object too (``_json_calls``): one field has one parser."""
     key = rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}"
+    member = f"|{_JSON_MEMBER}" if json_calls else ""
     if t.arguments.json_values:
-        return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL})", "value_parser": PY_VALUE_PARSER}
-    return {"tag_pattern": rf"{key}(?:{_PY_TYPED})", "value_parser": PY_TYPED_PARSER}
+        return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL}){member}", "value_parser": PY_VALUE_PARSER}
+    return {"tag_pattern": rf"{key}(?:{_PY_TYPED}){member}", "value_parser": PY_TYPED_PARSER}
+
+
+def _json_calls(sec: str, sec_end: str) -> tuple[str, str]:
+    r"""(open alternatives, close alternatives) for calls written as JSON objects in a pythonic section with
+    markers of its own (``<|tool_call_start|>[{"name": "f", "arguments": {…}}]<|tool_call_end|>``). A call
+    object describes itself (FORMATS §7c): models of pythonic families write the list as JSON when their
+    system prompt asks for it (LFM2's model card documents it), and SGLang's LFM2 parser reads both. Only
+    inside the section's own markers, never in prose; the arguments object is the region, read by the
+    pythonic arguments' xml-inline (``_JSON_MEMBER``). A later call opens where the previous one's close
+    (``}`` of the arguments, ``}`` of the object, ``,``) left the parser (``\G``), as pythonic calls do; the
+    close before it needs a whole call head after the comma, so an array of objects inside the arguments
+    does not end the call."""
+    head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"(?:{"|".join(ARGS_KEYS)})"\s*:\s*(?=\{{)'
+    loose = rf'\{{\s*"name"\s*:\s*"{NAME}"\s*,\s*"(?:{"|".join(ARGS_KEYS)})"\s*:'
+    opens = rf"{_flex(sec)}\s*{head}|\G(?<=\}}\s*,\s*){head}|\}}\s*,\s*{loose}(?!)"
+    closes = rf"(?<=\}})\s*\}}\s*,\s*(?={loose})|(?<=\}})\s*\}}\s*{_flex(sec_end)}\s*"
+    return opens, closes
 
 
 def _bare_pythonic_open(t: Tools, name: str, close: str) -> tuple[str, str]:
@@ -104,17 +132,23 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         # last alternative, which never matches, is pending from the ``)`` until the name's ``(`` arrives.
         bare = r"[A-Za-z_][\w.\-]*" + re.escape(t.name_suffix)
         open_pattern = rf"(?:{token}{_flex(sec)}{glued}\s*{name}|\G(?<={close}{sep}){name}|{close}{sep}{bare}(?!))"
+        json_calls = bool(markers(sec)) and bool(sec_end)
+        if json_calls:
+            json_open, json_close = _json_calls(sec, sec_end)
+            open_pattern = open_pattern[:-1] + f"|{json_open})"
     else:
+        json_calls = False
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
     tail = rf"\s*{_flex(sec_end)}\s*" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": open_pattern,
         "close_pattern": (rf"{close}{sep}(?=[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})" if sec
-                          else rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})") + rf"|{close}{tail}",
+                          else rf"{close}(?={sep}[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})") + rf"|{close}{tail}"
+                         + (f"|{json_close}" if json_calls else ""),
         "repeats": True,
         "content": "xml-inline",
-        "content_args": _pythonic_args(t),
+        "content_args": _pythonic_args(t, json_calls),
         "transform": _call_transform("{name}", "{content}", None),
     }
     return field, warnings

@@ -47,8 +47,8 @@ def _sentinel_stop(field: dict) -> dict:
 
 
 def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
-    r"""A JSON array of call objects of exactly ``name`` and ``arguments`` after an opener
-    (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object's arguments, the name a capture (as
+    r"""A JSON array of call objects of exactly ``name`` and ``arguments`` (or ``parameters``, either spelling) after
+    an opener (``<TOOLCALL>[{…}, {…}]</TOOLCALL>``): one region per object's arguments, the name a capture (as
     ``_json_whole``: nothing indexed, nothing raises). The first call opens after the opener and ``[``, a later
     one right after the previous object's ``}`` and a comma; whether it is a call is decided as in
     ``_json_whole``: within ``CALL_WINDOW`` characters, a whole object of both keys followed by ``,`` or ``]``,
@@ -65,12 +65,14 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     stops = "|".join(finals) if finals else ""
     no_stop = f"(?!{stops})" if stops else ""
     dialect = _Dialect()
-    short = rf"(?=(?&jb)\s*[,\]])(?={dialect.object_with(['name', 'arguments'])})"
-    long = rf"(?={_call_head(t, capture=False)[1]}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
+    # The arguments under either key, ``arguments`` or ``parameters`` (as ``_json_whole``: the family's parsers
+    # read both whatever the template writes).
+    short = rf"(?=(?&jb)\s*[,\]])(?={dialect.object_with(['name', ARGS_KEYS])})"
+    args_key = args_keys(t)
+    long = rf"(?={_call_head(t, capture=False, args=args_key)[1]}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
     # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
     # arguments; a short object with its arguments first has its name captured by a look past them.
-    name_key, named = _call_head(t)
-    args_key = re.escape(t.args_path[0])
+    name_key, named = _call_head(t, args=args_key)
     name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
     args_first = (rf'(?=\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>{NAME})"\s*\}})'
                   rf'\{{\s*"{args_key}"\s*:\s*')

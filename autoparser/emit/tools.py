@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
+from .markers import ARGS_KEYS, NAME, SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
 
 
@@ -110,7 +110,6 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 
 
-NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
 
 
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
@@ -158,7 +157,6 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     return field, warnings
 
 
-ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's arguments key
 
 
 def _any_args_key(t: Tools) -> bool:
