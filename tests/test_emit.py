@@ -304,6 +304,23 @@ def test_an_unclosed_headed_message_ends_where_the_next_begins():
         assert (msg.get("thinking"), msg["content"]) == ("Plan.", "Done.")
 
 
+@pytest.mark.parametrize("header, name, arguments", [
+    ("<|begin|>assistant send=tools.get_weather<|ch|>act<|body|>", "get_weather", {"city": "Paris"}),  # as rendered
+    ("<|begin|>assistant<|ch|>think send=browser.search<|body|>", "browser.search", {"city": "Paris"}),
+    ("<|begin|>assistant send=python<|ch|>think code<|body|>", "python", 'print({"city": "Paris"})'),
+])
+def test_a_header_addressed_to_any_recipient_is_a_call(header, name, arguments):
+    """Headed messages: a header addressed to anyone but the assistant is a call, on any channel, the template's
+    own namespace left out of the name and another kept whole (harmony's built-in tools, ``to=browser.search``
+    and ``to=python`` on the analysis channel). Before, such a message was no field: its text was lost."""
+    spec = template("channels")
+    body = json.dumps(arguments) if isinstance(arguments, dict) else arguments
+    text = f"<|ch|>think<|body|>Plan.<|stop|>{header}{body}<|invoke|>"
+    for msg in both(spec, text):
+        assert msg["thinking"] == "Plan."
+        assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [(name, arguments)]
+
+
 @pytest.mark.parametrize("opener", ["<invoke:bad name>", "<invoke:>", "<invoke:x"])
 def test_the_bound_at_the_next_call_never_fires_on_a_non_call(opener):
     """The content's close matches where a call opens so its search stops there; on text that only

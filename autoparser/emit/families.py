@@ -41,8 +41,13 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
                 "close": ends,
                 "content": "text",
             }
+        # Any recipient but the assistant is a call: the template's own namespace (``functions.``) is left out of
+        # the name, and a recipient outside it is the name whole (harmony's built-in tools, ``to=browser.search``,
+        # ``to=python``, called on the analysis channel): read as any header addressed elsewhere, never discarded
+        # with its arguments as text outside every message.
+        ns = R[len(key):]
         fields["tool_calls"] = {
-            "open_pattern": rf"(?:{C}\s*\w+\s*)?{R}(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
+            "open_pattern": rf"(?:{C}\s*\w+\s*)?{away}(?:{ns})?(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
             "close": ends,
             "repeats": True,
             "content": "json",
