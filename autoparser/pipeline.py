@@ -112,6 +112,9 @@ def _infer(chat_template, special_tokens, where, reasoning_field, workarounds_di
         warnings = reconcile(warnings if reduced_warnings is None else reduced_warnings, verdict)
         if verdict["status"] == "degraded":
             warnings.append(describe(verdict))
+    if pr.tools_error:
+        warnings.append(f"the template raises when given tools ({pr.tools_error}): analysed without them, as transformers' "
+                        "apply_chat_template(tools=...) cannot render it either; tools must reach the model another way")
     for name in ("bos_token", "eos_token"):
         if not (special_tokens or {}).get(name) and _spells(chat_template, name):
             warnings.append(f"the template reads {name}, which was not given, so it rendered empty; markers it writes may be missing (CLI: --token {name}=...)")

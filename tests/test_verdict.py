@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from transformers.utils.chat_parsing import parse_response
 
 import autoparser
 from autoparser import pipeline
@@ -236,17 +237,29 @@ def test_reasoning_switches_are_read_from_the_template():
     assert not any("thinking_budget" in m or "think_local" in m for m in modes)  # a number is a budget; a set variable no switch
 
 
-def test_a_template_broken_only_with_tools_says_so():
+def test_a_template_broken_only_with_tools_is_analysed_without_them():
     """A template that raises only where it reads the tools (it sets an attribute on a tool, as MiroThinker
-    does; transformers' renderer raises too) renders a plain request: the one line says tools are what it
-    cannot take, not that it cannot render a user message."""
-    src = ("{%- for t in tools or [] %}{% set t.seen = 1 %}{% endfor -%}"
-           "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}"
+    does; transformers' renderer raises too) renders without them: it is analysed so, its calls found where its
+    history writes them, and one warning says tools= cannot reach it. Before, nothing was handed out."""
+    src = (Path(__file__).resolve().parents[1] / "models" / "tools-refused.jinja").read_text(encoding="utf-8")
+    result = autoparser.infer_result(src)
+    assert result.verdict["status"] == "full" and result.verdict["fields"]["tool_calls"] == "pass", result.verdict
+    assert [w for w in result.warnings if "raises when given tools" in w and "\n" not in w], result.warnings
+    text = 'Let me check.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call><|im_end|>'
+    msg = parse_response(text, result.template, prefix="<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    assert msg["content"] == "Let me check." and msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+
+
+def test_a_template_refusing_every_assistant_turn_says_so():
+    """A template whose assistant turn raises in transformers' sandbox (MiroThinker writes ``message.content``)
+    gets one line naming that, not "renders no assistant turn"."""
+    src = ("{%- for m in messages %}{% if m.role == 'assistant' %}{% set m.content = m.content ~ '!' %}{% endif %}"
+           "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}"
            "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     with pytest.raises(autoparser.AutoparserError) as e:
         autoparser.infer_result(src)
     message = str(e.value)
-    assert "when tools are given" in message and "without tools it renders" in message and "\n" not in message, message
+    assert "raises on an assistant turn" in message and "\n" not in message, message
 
 
 def test_context_reads_are_walked_once_and_both_readers_agree():

@@ -198,6 +198,12 @@ class Prober:
         self._prompt_only: frozenset[str] | None = None  # switches read only with the generation prompt
         self.tool_vars: list[str] = []  # other names the template reads the tools under
         self.token_vars: list[str] = []  # special tokens the template needs but the caller did not give
+        # A template that raises whenever tools are given and renders without them (it writes an attribute on a
+        # tool or on a message, MiroThinker's ``{% set tool.mt_visited = 1 %}``; or refuses tools outright):
+        # every probe renders without tools, so its turns, reasoning and any calls its history writes are still
+        # found. transformers raises on it the same way, which ``pipeline`` says (``tools_error``).
+        self.tools_error = ""
+        self.tools_error = self._refuses_tools()
         # A template that reads a message's text under a nested key (``message.context.body``) instead of
         # ``content`` gets each message's text there too (``_pick_content_path``).
         self.content_path: tuple[str, ...] = ()
@@ -218,7 +224,7 @@ class Prober:
         the same input. A switch (``enable_thinking``, ``add_generation_prompt``) whose name the source
         never spells cannot change the rendering (Jinja reads variables by literal name only), so it
         is left out of the key."""
-        key = (repr(msgs), _tools_key(tools), self._switches(kw))
+        key = (repr(msgs), _tools_key(None if self.tools_error else tools), self._switches(kw))
         hit = self._renders.get(key)
         if hit is None:
             try:
@@ -259,6 +265,8 @@ class Prober:
     def _render_new(self, msgs: list[dict], tools, kw: dict) -> str:
         while True:
             try:
+                if self.tools_error:
+                    tools = None
                 bound = {n: json.dumps(tools or [], ensure_ascii=False) for n in self.tool_vars}
                 return self.r.render(msgs, tools=tools, **kw, **bound, **{n: "" for n in self.token_vars})
             except TemplateError as e:
@@ -269,6 +277,20 @@ class Prober:
                 # transformers passes every special token (``*_token``) to the template; one the caller
                 # did not give renders empty, as ``{{ eos_token }}`` would, instead of failing ``'' + eos_token``.
                 (self.token_vars if name.endswith("_token") else self.tool_vars).append(name)
+
+    def _refuses_tools(self) -> str:
+        """The template's error when a single user message renders without tools but not with them, else ""."""
+        user = [{"role": "user", "content": USER}]
+        try:
+            self._render(user, tools=TOOLS)
+            return ""
+        except TemplateError as e:
+            error = e.message
+        try:
+            self._render(user, tools=None)
+        except TemplateError:
+            return ""  # broken either way: the analysis says so
+        return error
 
     def _pick_empty_content(self) -> None:
         """Prefer ``content: None`` with tool calls unless the template prints it ("None", "null")."""

@@ -105,14 +105,15 @@ def anchor_for(prompt: str, cut: int, gp_start: int) -> str:
 def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
     user = [{"role": "user", "content": USER}]
     try:
-        pr.render(user)
+        pr.render(user)  # (one that raises only when given tools renders without them: ``Prober.tools_error``)
     except TemplateError as e:
-        # A template broken only where it reads the tools (it sets an attribute on a tool, MiroThinker's
-        # ``{% set tool.mt_visited = 1 %}``) renders a plain request: said so, not "cannot render".
-        plain = pr.try_render(user, tools=None) is not None
-        raise AnalysisError(f"template raises when tools are given ({e.message}); without tools it renders" if plain
-                            else f"template cannot render a single user message: {e.message}") from None
-    if CONTENT not in (pr.try_render(user + [assistant()]) or ""):
+        raise AnalysisError(f"template cannot render a single user message: {e.message}") from None
+    try:
+        turn = pr.render(user + [assistant()])
+    except TemplateError as e:
+        # (MiroThinker writes ``message.content``: transformers' sandbox refuses every assistant turn)
+        raise AnalysisError(f"template raises on an assistant turn: {e.message}") from None
+    if CONTENT not in turn:
         raise AnalysisError("template renders no assistant turn (assistant content never appears)")
     ends = end_markers(pr, log)
     anchors: list[str] = []
