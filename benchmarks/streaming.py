@@ -13,6 +13,9 @@ transformers' ``ResponseParser`` ``--delta`` characters at a time (the prompt as
               before it removed: a model that skipped ``<think>`` (templates with a reasoning opener only);
   big-arg     one tool call whose string argument is N characters (a coding agent writing a file);
   calls       3, 12, 50, 200 tool calls.
+  junk-after  a short reply, closed as the template closes it, then N characters of runs of brackets, braces,
+              quotes, parentheses, commas and words (a model that goes on past its end marker, or an engine that
+              ignores it): what every field's open is searched on outside a message (not a default series).
 
 Per series and size: CPU per delta (µs; feeds + finalize, this process's CPU time, the fastest of repeated runs
 up to 0.3 s), and the growth: time at 4x
@@ -55,6 +58,8 @@ CORPUS = Path(os.environ.get("AUTOPARSER_CORPUS", "/work/shared/corpus/templates
 WILD = Path(os.environ.get("AUTOPARSER_WILD", str(CORPUS.parent / "wild" / "templates")))
 TOKENS = {"bos_token": "<s>", "eos_token": "</s>"}
 SERIES = ("reasoning", "plain", "no-opener", "big-arg", "calls")
+EXTRA = ("junk-after",)
+JUNK = "[[[[{{{{\"\"\"))))}}}}]]]], , , word "
 SIZES = (1000, 4000, 16000, 64000)
 CALLS = (3, 12, 50, 200)
 USER = [{"role": "user", "content": "Go."}]
@@ -64,6 +69,8 @@ def message(series: str, size: int) -> dict:
         return assistant("Done.", reasoning=filler(size, "Thought"))
     if series in ("plain", "no-opener"):
         return assistant(filler(size, "Answer"))
+    if series == "junk-after":
+        return assistant("Done.")
     if series == "big-arg":
         call = {"id": "call00001", "type": "function",
                 "function": {"name": "run_query", "arguments": {"query": filler(size, "line")}}}
@@ -126,6 +133,8 @@ def rendering(pr: Prober, a, series: str, size: int):
             return None  # the prompt opened the block: the reply has no opener to skip
         if block:
             text = text[block.end():]
+    if series == "junk-after":
+        return (prompt, text + (JUNK * (size // len(JUNK) + 1))[:size]) if "Done." in text else None
     needle = {"reasoning": "Thought 0", "plain": "Answer 0", "no-opener": "Answer 0", "big-arg": "line 0", "calls": "City 0"}[series]
     if needle not in text:
         return None  # the template does not write this field
@@ -245,7 +254,7 @@ def _row(label: str, series: str, texts, r: dict, floor: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=[])
-    ap.add_argument("--series", default=",".join(SERIES))
+    ap.add_argument("--series", default=",".join(SERIES), help=f"any of {','.join(SERIES + EXTRA)}")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--delta", type=int, default=4)
     ap.add_argument("--budget", type=float, default=20.0, help="seconds one run may take (predicted) before larger sizes are skipped")
