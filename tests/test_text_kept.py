@@ -232,6 +232,24 @@ def test_a_call_that_ends_the_text_without_its_close_is_closed_there():
             assert streamed["tool_calls"][0]["function"]["arguments"] == {"city": "Pa}ris", "opts": {"deep": [1, {"x": 2}]}}
 
 
+@pytest.mark.parametrize("text, arguments, content", [
+    ('[CALL]get_weather[ARGS]{"city": "Paris"}\nDone, checking.</s>', {"city": "Paris"}, "Done, checking."),
+    ('Sure.[CALL]get_weather[ARGS]{\n  "city": "Paris",\n  "o": {\n    "a": [1]\n  }\n}\nThanks.', {"city": "Paris", "o": {"a": [1]}}, "Sure.\n\nThanks."),
+    # a raw newline inside a string after a brace is no value's end: the arguments stay whole (their text)
+    ('[CALL]run[ARGS]{"code": "x = {}\nprint(x)"}</s>', '{"code": "x = {}\nprint(x)"}', None),
+    ('[CALL]run[ARGS]{"code": "x = {}\nprint(x)"}\nDone.', '{"code": "x = {}\nprint(x)"}', "Done."),
+])
+def test_text_after_a_call_with_no_close_of_its_own_is_content(text, arguments, content):
+    """A call that only the next call or the turn's end closes (``[TOOL_CALLS]f[ARGS]{…}``) also ends where text
+    follows its arguments on a new line, behind a complete JSON value: before, ``Done.`` made the arguments no
+    JSON and was read into them."""
+    spec, prompt, verdict = inferred("bracket-no-close")
+    assert verdict["status"] == "full" and verdict["realistic"]["text_around_calls"] == "pass", verdict
+    for msg in both(spec, text, prompt):
+        assert [c["function"]["arguments"] for c in msg["tool_calls"]] == [arguments]
+        assert msg.get("content") == content
+
+
 @pytest.mark.parametrize("text, kept", [
     ('<calls>[{"name": "get_weather", "arguments": {"city": "Par', 'Par'),  # a token limit inside the call
     ('<calls>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3]</calls>', '"days": 3'),  # broken JSON

@@ -247,11 +247,15 @@ def nested_value() -> str:
     return value
 
 
-def value_ends_text(field: dict) -> dict:
+def value_ends_text(field: dict, then_text: str = "") -> dict:
     r"""Arguments read whole after a call with no close marker of its own, which ends at the next call or the
     turn's end marker the engines strip (``[TOOL_CALLS]f[ARGS]{…}</s>``):
     the close also matches at the end of the text when everything since the call's opener is one complete
     JSON value (``\Z``, then a lookbehind to the opener over a value nested at most ``VALUE_DEPTH`` deep).
+    ``then_text``: a lookahead for text that follows a value and is none of it (``tools.NEW_LINE_TEXT``); the
+    close matches there too, behind the same complete value (``[TOOL_CALLS]f[ARGS]{…}\nDone.``: the text is
+    content, where it made the arguments no JSON; a ``}`` inside a string that holds a raw newline is no
+    value's end, so the call is not cut there).
 
     SGLang keeps a tool region closed at the end of the text only when its close pattern matches there
     (``_is_unusable_tool_end``: else the call was cut off, and it is dropped); it has already removed the
@@ -265,7 +269,8 @@ def value_ends_text(field: dict) -> dict:
         return field
     value = nested_value()
     bare_opener = without_groups(opener)  # its groups would be the close's
-    end = rf"\Z(?<=[}}\]])(?<=(?:{bare_opener})\s*(?:{value})\s*)"
+    whole = rf"(?<=(?:{bare_opener})\s*(?:{value})\s*)"
+    end = rf"\Z(?<=[}}\]]){whole}" + (rf"|(?<=[}}\]]){then_text}{whole}" if then_text else "")
     if close:
         field["close_pattern"] = close + "|" + end
     elif "close" in field:

@@ -614,7 +614,8 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     field = never_raises(field)
     # A call with no close marker of its own ends at the next call or at the turn's end, which engines strip.
     if not t.call_end.strip() and not t.section_end.strip():
-        field = value_ends_text(field)
+        # (text after the arguments closes the call only where it is content: not where content is a wrapped field)
+        field = value_ends_text(field, NEW_LINE_TEXT if a.content.mode != "ALWAYS_WRAPPED" else "")
     elif t.format == "JSON_NATIVE" and (t.shared_start or t.array_wrapped) and markers(t.call_start.strip()) and markers(t.call_end.strip()):
         field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "", [e.strip() for e in ends if e.strip()])
     return field, warnings + w
