@@ -270,7 +270,7 @@ def value_ends_text(field: dict, then_text: str = "") -> dict:
     value = nested_value()
     bare_opener = without_groups(opener)  # its groups would be the close's
     whole = rf"(?<=(?:{bare_opener})\s*(?:{value})\s*)"
-    end = rf"\Z(?<=[}}\]]){whole}" + (rf"|(?<=[}}\]]){then_text}{whole}" if then_text else "")
+    end = rf"(?<=[}}\]])(?:\Z|{then_text}){whole}" if then_text else rf"\Z(?<=[}}\]]){whole}"  # (one copy of the look back)
     if close:
         field["close_pattern"] = close + "|" + end
     elif "close" in field:
