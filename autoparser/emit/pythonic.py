@@ -71,7 +71,7 @@ def _pythonic_args(t: Tools, json_calls: bool = False) -> dict:
 def _json_calls(sec: str, sec_end: str) -> tuple[str, str]:
     r"""(open alternatives, close alternatives) for calls written as JSON objects in a pythonic section with
     markers of its own (``<|tool_call_start|>[{"name": "f", "arguments": {…}}]<|tool_call_end|>``). A call
-    object describes itself (FORMATS §7c): models of pythonic families write the list as JSON when their
+    object describes itself (FORMATS §7b, call spellings): models of pythonic families write the list as JSON when their
     system prompt asks for it (LFM2's model card documents it), and SGLang's LFM2 parser reads both. Only
     inside the section's own markers, never in prose; the arguments object is the region, read by the
     pythonic arguments' xml-inline (``_JSON_MEMBER``). A later call opens where the previous one's close

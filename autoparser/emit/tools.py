@@ -110,8 +110,6 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 
 
-
-
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
     """(the name key, escaped; the head of a call object up to its arguments, ``{"name": "<name>", "arguments": ``,
     the name a capture, or with ``capture`` off a plain look that decides whether a head is there). ``args``: the
@@ -155,8 +153,6 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     if "," in t.call_separator:
         warnings.append(f"calls are split where '}}{t.call_separator}{{\"{t.name_path[0]}\":' follows, which an argument array of objects can also hold")
     return field, warnings
-
-
 
 
 def _any_args_key(t: Tools) -> bool:
