@@ -241,7 +241,14 @@ def test_a_template_broken_only_with_tools_is_analysed_without_them():
     """A template that raises only where it reads the tools (it sets an attribute on a tool, as MiroThinker
     does; transformers' renderer raises too) renders without them: it is analysed so, its calls found where its
     history writes them, and one warning says tools= cannot reach it. Before, nothing was handed out."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
     src = (Path(__file__).resolve().parents[1] / "models" / "tools-refused.jinja").read_text(encoding="utf-8")
+    user = [{"role": "user", "content": "Hi"}]
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}
+    assert _compile_jinja_template(src).render(messages=user, add_generation_prompt=True)  # renders without tools
+    with pytest.raises(Exception):  # and transformers' own renderer refuses it with them, as the warning says
+        _compile_jinja_template(src).render(messages=user, tools=[tool], add_generation_prompt=True)
     result = autoparser.infer_result(src)
     assert result.verdict["status"] == "full" and result.verdict["fields"]["tool_calls"] == "pass", result.verdict
     assert [w for w in result.warnings if "raises when given tools" in w and "\n" not in w], result.warnings
