@@ -474,6 +474,20 @@ def test_a_call_list_after_a_bracketed_marker_ends_with_its_value(after):
         assert (msg.get("content") or "") == after.strip()
 
 
+@pytest.mark.parametrize("after, content", [
+    ("[/CALLS]", None), (" [/CALLS]</s>", "</s>"), ("[/CALLS]\nDone.", "Done."),
+    ("[/CALL", "[/CALL"), ("[", "["),  # an end tag cut off stays text
+    ("[/INST] more", "[/INST] more"), ("[1, 2]", "[1, 2]"),  # another end tag, a list: text, as before
+])
+def test_a_bracket_openers_end_tag_after_its_list_is_consumed(after, content):
+    """``[CALLS][…][/CALLS]``: the ``[X]…[/X]`` pair of bracket markup (Mistral's ``[TOOL_CALLS][…][/TOOL_CALLS]``,
+    which Ollama's parser reads) ends the list and is no content, one-shot and one character at a time."""
+    calls = '[CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}]'
+    for msg in both(template("bracket-marker-list"), calls + after):
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"], msg
+        assert msg.get("content") == content
+
+
 def test_a_second_list_glued_to_the_first_is_not_the_first_ones():
     """A list glued to the call list is never read into the last call's region: a JSON value is content, a list of
     call objects (a call's head, the name first) a list of calls of its own (docs/FORMATS.md §7b, a JSON call

@@ -369,7 +369,22 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
                     if _either_key(t) and not end else "")
         # (the head in each branch: shared after the alternation it was quadratic under partial matching, above)
         field: dict = {"open_pattern": "(?:" + "|".join(rf"{x}{head}" for x in (rf"{opener}\s*\[\s*", r"(?<=\}\s*,\s*)", anywhere[1:]) if x) + ")"}
-        last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
+        # With no section end, a bracket opener's end tag (``[TOOL_CALLS][…][/TOOL_CALLS]``: the ``[X]…[/X]`` pairs the
+        # family's own markup writes, ``[INST]…[/INST]``) right after the list is consumed with it, never content.
+        # Every other ``[`` after the list decides from the characters after it (a partial search prefers a whole match
+        # to a pending one at the same place: text that may begin with ``[`` would close the list before ``/`` came).
+        # Each alternative holds the character that decides it (a negative look at the text's edge is satisfied).
+        mirrors = {o[1:] for o in _openers(t, start) if re.fullmatch(r"\[[A-Z][A-Z_]*\]", o)}
+        if len(mirrors) == 1 and not end:
+            word = mirrors.pop()  # ``TOOL_CALLS]``: another end tag parts from it at some character
+            # (no class holds ``\x00``: transformers appends it to see whether a match at the edge still grows)
+            other = "|".join(re.escape(word[:i]) + "[^" + re.escape(word[i]) + r"\x00]" for i in range(len(word)))
+            cut = "".join(f"(?:{re.escape(ch)}" for ch in word[:-1]) + ")?" * (len(word) - 1)  # the tag cut off where the text ends
+            after = (open_ends.replace(r'[^\s,}\]\"]', r'[^\s,}\]\"\[]').replace(r"(?=\s*\[)", r"(?=\s*\[[^/\x00])")
+                     + rf"|(?=\s*\[/(?:{other}))|(?=\s*\[(?:/{cut})?\Z)")
+            last = rf"\s*\](?:\s*\[/{re.escape(word)}[ \t]*|{after})"
+        else:
+            last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
         # (or the turn's end right after the object: an array never closed)
         close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
     else:
