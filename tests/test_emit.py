@@ -476,8 +476,8 @@ def test_a_call_list_after_a_bracketed_marker_ends_with_its_value(after):
 
 @pytest.mark.parametrize("after, content", [
     ("[/CALLS]", None), (" [/CALLS]</s>", "</s>"), ("[/CALLS]\nDone.", "Done."),
-    ("[/CALL", "[/CALL"), ("[", "["),  # an end tag cut off stays text
     ("[/INST] more", "[/INST] more"), ("[1, 2]", "[1, 2]"),  # another end tag, a list: text, as before
+    ("[/CALL", None), ("[", None),  # cut off where the text ends: the last call's arguments keep it, as their text
 ])
 def test_a_bracket_openers_end_tag_after_its_list_is_consumed(after, content):
     """``[CALLS][…][/CALLS]``: the ``[X]…[/X]`` pair of bracket markup (Mistral's ``[TOOL_CALLS][…][/TOOL_CALLS]``,
@@ -486,6 +486,8 @@ def test_a_bracket_openers_end_tag_after_its_list_is_consumed(after, content):
     for msg in both(template("bracket-marker-list"), calls + after):
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"], msg
         assert msg.get("content") == content
+        if content is None and after.strip() not in ("[/CALLS]", ""):
+            assert after in msg["tool_calls"][0]["function"]["arguments"]  # kept, where the user sees it
 
 
 def test_a_second_list_glued_to_the_first_is_not_the_first_ones():

@@ -379,9 +379,10 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
             word = mirrors.pop()  # ``TOOL_CALLS]``: another end tag parts from it at some character
             # (no class holds ``\x00``: transformers appends it to see whether a match at the edge still grows)
             other = "|".join(re.escape(word[:i]) + "[^" + re.escape(word[i]) + r"\x00]" for i in range(len(word)))
-            cut = "".join(f"(?:{re.escape(ch)}" for ch in word[:-1]) + ")?" * (len(word) - 1)  # the tag cut off where the text ends
+            # (no alternative for a ``[`` cut off where the text ends: a look at ``\Z`` decides at a stream's edge, and the
+            # engines' older parsers commit such a match at once; there the last call's arguments come back as their text)
             after = (open_ends.replace(r'[^\s,}\]\"]', r'[^\s,}\]\"\[]').replace(r"(?=\s*\[)", r"(?=\s*\[[^/\x00])")
-                     + rf"|(?=\s*\[/(?:{other}))|(?=\s*\[(?:/{cut})?\Z)")
+                     + rf"|(?=\s*\[/(?:{other}))")
             last = rf"\s*\](?:\s*\[/{re.escape(word)}[ \t]*|{after})"
         else:
             last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
