@@ -59,6 +59,8 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     ended and re-read it on every delta. The price: an argument holding ``}, {"name"`` splits its call there
     (the call's text is kept), the array's own ``[``/``]`` are consumed by the calls, not read, and a name
     with a JSON escape is no call."""
+    if not start:  # no opener of its own (xLAM): the list is recognised by its first call's head (``_list_anywhere``)
+        return _list_anywhere(t, ends)
     openers = sorted(_openers(t, start), key=len, reverse=True)
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + r")\s*\[\s*"
     finals = ([_flex(_loose(end))] if end else []) + literals(ends)
@@ -73,22 +75,19 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
     # arguments; a short object with its arguments first has its name captured by a look past them.
     name_key, named = _call_head(t, args=args_key)
-    name_pair = rf'\s*,\s*"{name_key}"\s*:\s*"[^"\\]{{0,256}}"\s*'
     args_first = (rf'(?=\{{\s*"{args_key}"\s*:(?&jv),\s*"{name_key}"\s*:\s*"(?P<name>{NAME})"\s*\}})'
                   rf'\{{\s*"{args_key}"\s*:\s*')
     # (the short check runs once: a call still arriving fails it on every delta)
     decide = f"(?:{long}{named}|{short}(?:{named}|{args_first}))"
     later = r"(?<=\}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
-    if not start:  # no opener of its own (xLAM): the list is recognised by its first call's head (``_list_anywhere``)
-        return _list_anywhere(t, ends, name_pair)
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
     # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
     # ``]`` continue a value). A section end may be left out: one that holds the turn's end marker
     # (HyperCLOVAX's ``]<|im_end|><|stop|>``) is never written whole, as the model stops at that marker.
     bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))"
     tail = rf"\s*\]{bare}" if not end else rf"\s*\](?:\s*{then_space(_flex(_loose(end)))}|{bare})"
-    obj_end = rf"(?:{name_pair})?\}}"
+    obj_end = rf"(?:{_name_after(t)})?\}}"
     close = rf"{obj_end}\s*,\s*(?=\{{\s*\"(?:{name_key}|{args_key})\")|{obj_end}{tail}"
     if ends:
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
@@ -102,7 +101,12 @@ WRAPPER = r"(?:(?:<[\w|:.\-]{1,32}>|\[[A-Z][A-Z_]{0,31}\])\s*)?"  # one markup t
 WRAPPER_END = r"(?:```|</[\w|:.\-]{1,32}>|\[/[A-Z][A-Z_]{0,31}\])"  # a fence's end, an end tag after the list
 
 
-def _list_anywhere(t: Tools, ends: list[str], name_pair: str) -> tuple[dict, list[str]]:
+def _name_after(t: Tools) -> str:
+    """The name key and its value after a call object's arguments (``, "name": "f"``), before its ``}``."""
+    return rf'\s*,\s*"{re.escape(t.name_path[0])}"\s*:\s*"[^"\\]{{0,256}}"\s*'
+
+
+def _list_anywhere(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     r"""A JSON list of call objects of a name and arguments with no opener of its own (xLAM's ``[{"name": "f",
     "arguments": {…}}]``), recognised by its shape wherever the model writes it, as vLLM's xLAM parser reads it:
     at the reply's start, after text or a reasoning block the template does not know (``<think>…</think>[…]``),
@@ -124,7 +128,7 @@ def _list_anywhere(t: Tools, ends: list[str], name_pair: str) -> tuple[dict, lis
     # a new line, or a tail on the same line with no quote in its next 20 characters (``}]"`` is inside a string).
     after = (r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|{NEW_LINE_TEXT}"
              r'|(?=[ \t]*[^\s,}\]"<\[`](?:[^"]{19}|[^"\x00]{0,18}\Z)))')
-    obj_end = rf"(?:{name_pair})?\}}"
+    obj_end = rf"(?:{_name_after(t)})?\}}"
     close = rf"{obj_end}\s*,\s*(?=\{{\s*\"{name_key}\")|{obj_end}\s*\](?:\s*{WRAPPER_END}[ \t]*|{after})"
     if ends:
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
@@ -358,7 +362,12 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # or ``]`` could continue a value; a stray ``</s>``, words after the array are content) with no quote in its
     # next 20 characters (``}]</s>"`` is inside a string; ``\x00`` is what transformers appends to see whether a
     # match at the buffer's edge is final: a shorter tail decides only at the text's end), or a second list.
-    open_ends = rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"](?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|(?=\s*\[)"
+    def ends_after(text_not: str = "", second_list: str = r"(?=\s*\[)") -> str:
+        """``text_not``: more first characters no text may begin with; ``second_list``: the look for a second list."""
+        return (rf"\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*(?:\n\s*)?[^\s,}}\]\"{text_not}]"
+                rf"(?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|{second_list}")
+
+    open_ends = ends_after()
     firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
     obj_end = rf"{tail}\s*\}}"
     if t.array_wrapped:
@@ -381,8 +390,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
             other = "|".join(re.escape(word[:i]) + "[^" + re.escape(word[i]) + r"\x00]" for i in range(len(word)))
             # (no alternative for a ``[`` cut off where the text ends: a look at ``\Z`` decides at a stream's edge, and the
             # engines' older parsers commit such a match at once; there the last call's arguments come back as their text)
-            after = (open_ends.replace(r'[^\s,}\]\"]', r'[^\s,}\]\"\[]').replace(r"(?=\s*\[)", r"(?=\s*\[[^/\x00])")
-                     + rf"|(?=\s*\[/(?:{other}))")
+            after = ends_after(r"\[", r"(?=\s*\[[^/\x00])") + rf"|(?=\s*\[/(?:{other}))"
             last = rf"\s*\](?:\s*\[/{re.escape(word)}[ \t]*|{after})"
         else:
             last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
