@@ -639,3 +639,67 @@ def test_json_call_objects_outside_a_pythonic_section_or_without_arguments_stay_
 def test_a_json_call_cut_off_in_a_pythonic_section_keeps_what_arrived():
     msg = _parse("pythonic-literals", '<|tool_call_start|>[{"name": "f", "arguments": {"city": "Ber')
     assert _calls(msg) == [("f", {"city": "Ber"})]
+
+
+@pytest.mark.parametrize("text, calls, ids, content", [
+    # the list spelling after the template's bracket opener, ids after the arguments (Mistral's pre-v11 format)
+    ('[CALL][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1b2c3d4e"}]</s>',
+     [("get_weather", {"city": "Paris"})], None, None),
+    ('Let me check. [CALL] [{"name": "a", "arguments": {"o": {"x": [1, {"y": null}]}}}, '
+     '{"name": "b", "parameters": {"q": "x"}}]\nDone.',
+     [("a", {"o": {"x": [1, {"y": None}]}}), ("b", {"q": "x"})], None, "Let me check.\n\nDone."),
+    ('[CALL][{"arguments": {"city": "Paris"}, "name": "get_weather"}]', [("get_weather", {"city": "Paris"})], None, None),
+    # the template's own spelling, beside it, as before
+    ('[CALL]get_weather[ARGS]{"city": "Paris"}[CALL]get_time[ARGS]{}</s>',
+     [("get_weather", {"city": "Paris"}), ("get_time", {})], None, None),
+])
+def test_a_bracket_openers_calls_may_be_a_list_of_call_objects(text, calls, ids, content):
+    """FORMATS §7b, call spellings: after a bracket opener with no close (``[TOOL_CALLS]f[ARGS]{…}``) the calls
+    may be a list of objects that describe themselves (``[TOOL_CALLS][{"name": …, "arguments": …}]``)."""
+    msg = _parse("bracket-no-close", text)
+    assert _calls(msg) == calls
+    assert msg.get("content") == content
+
+
+def test_a_call_objects_id_is_the_calls_id_where_the_template_writes_ids():
+    msg = _parse("wrapped-bracket", '[CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+                                    '{"name": "f", "arguments": {}, "id": "a1b2c3d4e"}][ANSWER]ok[/ANSWER][END]')
+    assert _calls(msg) == [WEATHER, ("f", {})]
+    assert [c["id"] for c in msg["tool_calls"]] == ["", "a1b2c3d4e"] and msg["content"] == "ok"
+
+
+@pytest.mark.parametrize("text, arguments", [
+    # objects inside the template's own spelling's arguments close nothing, one shaped like a call's head neither
+    ('[CALL]f[ARGS]{"people": [{"name": "a"}, {"name": "b", "arguments": 1}]}</s>',
+     {"people": [{"name": "a"}, {"name": "b", "arguments": 1}]}),
+    ('[CALL]f[ARGS]{"x": [{"b": {"c": 1}}]}</s>', {"x": [{"b": {"c": 1}}]}),
+    ('[CALL]f[ARGS]{"x": [{"b": 1}], "y": {"z": []}}', {"x": [{"b": 1}], "y": {"z": []}}),
+])
+def test_a_bracket_calls_arguments_are_not_read_as_a_list_of_calls(text, arguments):
+    assert _calls(_parse("bracket-no-close", text)) == [("f", arguments)]
+
+
+def test_a_call_list_without_the_bracket_opener_stays_content():
+    text = 'Here is JSON: [{"name": "x", "arguments": {}}] ok'
+    msg = _parse("bracket-no-close", text)
+    assert not msg.get("tool_calls") and msg["content"] == text
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]',
+     [WEATHER, ("get_time", {})], None),
+    ('Sure.\n```json\n[{"name": "get_weather", "parameters": {"city": "Paris"}}]\n```\nDone.', [WEATHER], "Sure.\n\nDone."),
+    ('Sure.\n```json\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n```\nDone.', [WEATHER], "Sure.\n\nDone."),
+    # objects named like calls inside the arguments stay arguments
+    ('[{"name": "f", "parameters": {"q": [{"name": "n"}, {"name": "m"}]}}]', [("f", {"q": [{"name": "n"}, {"name": "m"}]})], None),
+])
+def test_bare_json_calls_may_be_a_list_of_call_objects(text, calls, content):
+    """FORMATS §7b: several bare calls as a JSON list (SGLang's JSON call parsers read an array of call objects)."""
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == calls
+    assert msg.get("content") == content
+
+
+def test_a_list_that_holds_no_call_object_stays_content_beside_bare_calls():
+    text = "[1, 2, 3] are numbers"
+    assert _parse("json-bare", text) == {"role": "assistant", "content": text}

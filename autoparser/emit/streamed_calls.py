@@ -319,7 +319,7 @@ def _keyed_decides(t: Tools) -> bool:
             and t.args_path[0] in keys and (not t.id_path or t.id_path[0] in keys) and not t.arguments.unquoted_keys)
 
 
-def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, list[str]]:
+def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_opener: bool = False) -> tuple[dict, list[str]]:
     r"""A JSON call object with keys beyond ``name`` and ``arguments`` (an id, a type, other spellings), alone
     after its opener or in an array of them: ``[TOOL_CALLS][{"name": "f", "arguments": {…}, "id": "a1"}]``
     (Mistral Nemo), ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "f", "parameters": {…}}]``
@@ -338,7 +338,12 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     are read as written (no JSON escapes); an object with no name before its arguments nor after them is a
     call with an empty name; an argument string holding the object's end and the next call's head
     (``}}, {"name"``) ends the call there, its text kept; a malformed call is a call whose arguments are its
-    text, where the whole-array check left the whole array in content."""
+    text, where the whole-array check left the whole array in content.
+
+    ``only_after_opener``: the list is another spelling beside the template's own calls (``_call_list_too``),
+    so it opens only after the opener, a later call only where the previous call's close left the parser
+    (``\G``), and a call closes before a later one only on that call's whole head: a list of objects inside
+    the other spelling's arguments (``[{"name": "a"}, {"name": "b"}]``) closes nothing."""
     keys = list(t.call_keys)
     name_key, args_key = t.name_path[0], t.args_path[0]
     id_key = t.id_path[0] if t.id_path else ""
@@ -369,15 +374,18 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
 
     open_ends = ends_after()
     firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
-    obj_end = rf"{tail}\s*\}}"
+    # (beside another spelling the object ends right after its arguments' last bracket or a key after them, never
+    # after a string: ``{"name": "a"}`` inside the other spelling's arguments ends no call)
+    obj_end = (r"(?<=[}\]])" if only_after_opener else "") + rf"{tail}\s*\}}"
     if t.array_wrapped:
         # A list of calls that name their call ``name`` is one without its opener too (Mistral's ``[{"name": …,
         # "arguments": …}]`` after text), where no section end must close it: recognised by its first call's head,
         # the name first (``_list_anywhere``).
         anywhere = (rf"|{FENCE_OPEN}\[\s*(?=\{{\s*\"{re.escape(name_key)}\"\s*:\s*\"{NAME}\"\s*,\s*\"{args_keys(t)}\"\s*:)"
-                    if _either_key(t) and not end else "")
+                    if _either_key(t) and not end and not only_after_opener else "")
+        later = r"\G(?<=\}\s*,\s*)" if only_after_opener else r"(?<=\}\s*,\s*)"
         # (the head in each branch: shared after the alternation it was quadratic under partial matching, above)
-        field: dict = {"open_pattern": "(?:" + "|".join(rf"{x}{head}" for x in (rf"{opener}\s*\[\s*", r"(?<=\}\s*,\s*)", anywhere[1:]) if x) + ")"}
+        field: dict = {"open_pattern": "(?:" + "|".join(rf"{x}{head}" for x in (rf"{opener}\s*\[\s*", later, anywhere[1:]) if x) + ")"}
         # With no section end, a bracket opener's end tag (``[TOOL_CALLS][…][/TOOL_CALLS]``: the ``[X]…[/X]`` pairs the
         # family's own markup writes, ``[INST]…[/INST]``) right after the list is consumed with it, never content.
         # Every other ``[`` after the list decides from the characters after it (a partial search prefers a whole match
@@ -395,7 +403,12 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
         else:
             last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
         # (or the turn's end right after the object: an array never closed)
-        close = rf"{obj_end}(?:\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)|{last}" + (rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends else "") + ")"
+        # (the next call's head with its name: ``named`` without the ``?`` that makes it optional)
+        next_call = without_groups(rf"\{{\s*{named[:-1]}\"{arguments}\"\s*:") if only_after_opener else rf"\{{\s*\"(?:{firsts})\"\s*:"
+        # (or the turn's end right after the object: an array never closed; not beside another spelling, whose
+        # arguments' own ``}`` stands there)
+        cut = rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends and not only_after_opener else ""
+        close = rf"{obj_end}(?:\s*,\s*(?={next_call})|{last}{cut})"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}
         nxt = "|".join(literals(_openers(t, start)))
@@ -403,7 +416,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
         # The next call's opener first; text on a new line is content only when it is no marker's start.
         open_ends = rf"\s*(?={nxt})|\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*\n\s*[^\s,}}\]{marks}])"
         close = rf"{obj_end}\s*{then_space(section_end)}" if end else rf"{obj_end}(?:{open_ends})"
-    if turn_ends:
+    if turn_ends and not only_after_opener:
         close += rf"|(?<=[}}\]])\s*(?={'|'.join(turn_ends)})"  # a call cut before its object's end
     # Empty defaults before the patterns' own captures (the ``regex`` module keeps a name's last capture).
     field["open_pattern"] = "(?P<name>)" + ("(?P<id>)" if id_key else "") + field["open_pattern"]
@@ -480,9 +493,44 @@ def _json_nested(t: Tools, start: str, end: str, ends: list[str], reasoning_end:
     return field, warnings
 
 
+_BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")
+
+
+def _call_list_too(t: Tools) -> bool:
+    """Whether a bracket opener's calls may also be written as a list of call objects (``_with_call_list``): a
+    ``[X]`` opener before each call's name and JSON arguments, with no close of the call's or the section's."""
+    return (t.format == "TAG_WITH_JSON" and t.arguments.kind == "json" and not t.arguments.string_delims
+            and not t.arguments.unquoted_keys and not t.call_end.strip() and not t.section_end.strip()
+            and not t.section_start.strip() and bool(_BRACKET_MARKER.fullmatch(t.call_start.strip())))
+
+
+def _with_call_list(field: dict, t: Tools, ends: list[str]) -> dict:
+    r"""The bracket family's other spelling of the same calls: ``[TOOL_CALLS][{"name": "f", "arguments": {…},
+    "id": "a1"}, …]`` where the template writes ``[TOOL_CALLS]f[ARGS]{…}`` (the call object describes itself:
+    a name and arguments under their keys). Built as Mistral Nemo's keyed list after the same opener
+    (``_json_keyed``, only there) and joined to the field as alternatives: both spellings' regions are the
+    arguments, read by the one json parser, and both name the call and its id by the same captures. Each
+    spelling's closes look for what only follows its own arguments (the object's ``}`` and the list's ``,`` or
+    ``]``; the next ``[TOOL_CALLS]`` or a look back to the name's opener), so neither closes the other's call."""
+    import dataclasses
+    listed = dataclasses.replace(
+        t, format="JSON_NATIVE", family="json", call_keys=("name", "arguments", "id"), name_path=("name",),
+        args_path=("arguments",), id_path=("id",), array_wrapped=True, name_is_key=False, shared_start=False,
+        header_pattern="", call_separator=", ")
+    keyed, _ = _json_keyed(listed, t.call_start.strip(), "", ends, only_after_opener=True)
+    # (each spelling's open keeps its own empty default captures: the transform's placeholders need them in each
+    # branch; and the template's own spelling stays a branch of its own, so the content's close is still bounded
+    # at its opener, ``template._bounded``)
+    return {**field, "open_pattern": f"{field['open_pattern']}|{keyed['open_pattern']}",
+            "close_pattern": f"(?:{field['close_pattern']})|(?:{keyed['close_pattern']})"}
+
+
 def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
     t = a.tools
+    if _call_list_too(t):
+        field, w = tool_field(a)
+        return (_with_call_list(field, t, list(a.turn.end_markers)) if field else field), w
     if t.format != "JSON_NATIVE" or t.family in ("unknown", "nameless") or not (_plain_json(t) or _quoted_dialect(t)):
         return tool_field(a)
     start, end = t.call_start.strip(), t.call_end.strip()

@@ -220,17 +220,47 @@ def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str,
     if "open" in calls:
         bounds = literals([calls["open"]] if isinstance(calls["open"], str) else calls["open"])
     else:
-        opener = calls["open_pattern"]
-        lit, rest = _literal_prefix(opener)
-        if not lit or re.search(r"\(\?P=|\(\?&|\\g<|\(\?<[=!]|\(\?\d|\(\?R", rest):
+        # Each branch of the open that starts with a literal bounds the scan where it opens (a branch that
+        # starts otherwise, or looks back, is no bound: the scan runs on past it, as with no bound at all).
+        bounds = []
+        for branch in _branches(calls["open_pattern"]):
+            lit, rest = _literal_prefix(_EMPTY_GROUPS.sub("", branch))
+            if lit and not re.search(r"\(\?P=|\(\?&|\\g<|\(\?<[=!]|\(\?\d|\(\?R|\\G", rest):
+                rest = without_groups(rest)  # captures belong to the call's open
+                bounds.append(esc(lit) + (f"(?={rest})" if rest else ""))
+        if not bounds:
             return plain
-        rest = without_groups(rest)  # captures belong to the call's open
-        bounds = [esc(lit) + (f"(?={rest})" if rest else "")]
     c, ec = cores[0][0], esc(cores[0][0])  # cores are non-empty markers
     if any(not x.startswith(c) for x in [*cores, *(lit for lit, _ in extra)]) or any(not b.startswith(ec) for b in bounds):
         return plain
     tail = then_space(*(esc(x[1:]) for x in cores), *(a[len(ec):] for a in anchored))
     return f"{ec}(?:{tail}|{'|'.join(b[len(ec):] for b in bounds)})"
+
+
+_EMPTY_GROUPS = re.compile(r"^(?:\(\?P<\w+>\))+")  # a branch's empty default captures (``guard._id_default``)
+
+
+def _branches(pattern: str) -> list[str]:
+    """``pattern`` split at the alternations of its top level (outside groups and classes)."""
+    out, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*out, pattern[start:]]
 
 
 _TOKEN = re.compile(r"\\([^\w])|\\([ntr])|([^\\()\[\].^$|?*+{}])", re.S)

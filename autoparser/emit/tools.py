@@ -189,8 +189,12 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     other = rf"(?:\"(?!{name_key}\"|{keys}\")[^\"\\\n]{{1,64}}\"\s*:\s*(?:{SCALAR})\s*,\s*){{0,3}}"
     head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>{NAME})\"\s*,\s*\"{keys}\"\s*:\s*"
     loose_head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"{NAME}\"\s*,\s*\"{keys}\"\s*:"
-    # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``)
-    sep = r"\s*(?:;|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*;?\s*"
+    # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``); or ``,``
+    # in a JSON list of them
+    sep = r"\s*(?:[;,]|" + esc(t.call_lead) + r")?\s*" if t.call_lead else r"\s*[;,]?\s*"
+    # Several calls as a JSON list of call objects (``[{…}, {…}]``; SGLang reads any JSON call format's array,
+    # ``parse_base_json``): the ``[`` before the first head is the call's, and the ``]`` after the last object.
+    arr, arr_end = r"(?:\[\s*)?", r"(?:\s*\])?"
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     first = ("(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]) + r"\s*"
     lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
@@ -202,14 +206,16 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     finals = "|".join([*literals(ends or []), r"\Z"])
     # A lead that is a special token (``<|python_tag|>``) marks a call wherever it stands: after text too
     # (SGLang's Llama 3.2 parser reads ``Let me check. <|python_tag|>{…}``), as any marker-opened call.
-    anywhere = rf"|{esc(t.call_lead)}\s*{head}" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
+    anywhere = rf"|{esc(t.call_lead)}\s*{arr}{head}" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
     # The call object describes itself: after text too, or in a fence there, or as a function tag around its
     # arguments (``<function=f>{…}</function>``, Llama 3.1's documented custom-tool spelling), the head decides.
-    shaped = rf"|{FENCE_OPEN}{head}|{FUNCTION_TAG}"
+    shaped = rf"|{FENCE_OPEN}{arr}{head}|{FUNCTION_TAG}"
     field = {
-        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{head}|\G(?<=\}}{sep}){head}{anywhere}{shaped}|\}}{sep}{loose_head}(?!))",
-        "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}\s*(?:```\s*)?(?={finals})"
-                          rf"|{obj_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;<{lead_first}])|{obj_end}(?=[ \t]+[A-Z])"
+        "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{arr}{head}|\G(?<=\}}{sep}){head}{anywhere}{shaped}|\}}{sep}{loose_head}(?!))",
+        "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}{arr_end}\s*(?:```\s*)?(?={finals})"
+                          rf"|{obj_end}{arr_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;<{lead_first}])|{obj_end}{arr_end}(?=[ \t]+[A-Z])"
+                          # (a fence's end after the call, on its own line, then text: the fence is the call's)
+                          rf"|{obj_end}{arr_end}\s*```[ \t]*"
                           rf"|{FUNCTION_TAG_CLOSE}"),
         "repeats": True,
         "content": "json",
