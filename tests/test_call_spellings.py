@@ -703,3 +703,23 @@ def test_bare_json_calls_may_be_a_list_of_call_objects(text, calls, content):
 def test_a_list_that_holds_no_call_object_stays_content_beside_bare_calls():
     text = "[1, 2, 3] are numbers"
     assert _parse("json-bare", text) == {"role": "assistant", "content": text}
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('<tool_call>\n[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "parameters": {}}]\n</tool_call>',
+     [WEATHER, ("get_time", {})], None),
+    ('Sure.<tool_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>Done.', [WEATHER], "Sure.\n\nDone."),
+    ('<tool_call>\n[\n  {"name": "a", "arguments": {"o": {"x": [1, {"y": {}}]}}},\n  {"name": "b", "arguments": {}}\n]\n</tool_call>',
+     [("a", {"o": {"x": [1, {"y": {}}]}}), ("b", {})], None),
+])
+def test_json_calls_between_markers_may_be_a_list(text, calls, content):
+    """FORMATS §7b: a list of call objects between one call's markers (SGLang's JSON call parsers, vLLM's xLAM
+    parser read ``<tool_call>[{…}, {…}]</tool_call>``)."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == calls
+    assert msg.get("content") == content
+
+
+def test_a_list_between_call_markers_that_holds_no_call_stays_content():
+    text = "<tool_call>\n[1, 2]\n</tool_call>"
+    assert _parse("chatml-think", text).get("content") == text

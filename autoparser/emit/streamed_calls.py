@@ -205,10 +205,18 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # After the arguments: the keys after them (the name, when it stands there), the object's ``}``, the close.
     tail = rf"(?:\s*,\s*{pair}){{0,4}}\s*\}}"
     shaped_open, shaped_close = _self_described(opener, close, head, tail)
-    field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{shaped_open}){dialect.define()}"}
+    # Several calls as a JSON list between the markers (``<tool_call>[{…}, {…}]</tool_call>``; SGLang's JSON call
+    # parsers read an array of call objects in every JSON format, ``parse_base_json``): each call opens on its
+    # head, the first after the opener and the list's ``[``, a later one where the previous call's close left the
+    # parser (``\G``); a call closes on its object's ``}`` right after its arguments, then the list's ``,`` and a
+    # whole next head, or the list's ``]`` and the close marker (or the turn's end, or the text's end).
+    listed = rf"{opener}\s*\[\s*{head}|\G(?<=\}}\s*,\s*){head}"
+    field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{listed}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|{shaped_close}|(?<=[}}\]]){tail}\s*(?={finals})"
+    in_list = (rf"|(?<=[}}\]]){tail}\s*,\s*(?={without_groups(head)})"
+               rf"|(?<=[}}\]]){tail}\s*\]\s*(?:{then_space(close)}|(?={finals}))")
+    field["close_pattern"] = rf"{tail}\s*{then_space(close)}{in_list}|{shaped_close}|(?<=[}}\]]){tail}\s*(?={finals})"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
     return field, []
