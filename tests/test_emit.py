@@ -584,3 +584,27 @@ def test_the_compiled_template_is_kept_by_its_exact_text():
     for _ in range(2):
         with pytest.raises(Exception):
             loaded(bad)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("/think\nPlan.<|e|>\n<|m|>bot\nSure.<|e|>\n", {"thinking": "Plan.", "content": "Sure."}),
+    ("/think\nPlan.<|e|>\n", {"thinking": "Plan."}),
+    ("\nHello.<|e|>\n", {"content": "Hello."}),
+    ('/think\nPlan.<|e|>\n<|m|>bot\nSure.<|e|>\n<|m|>bot -> call\n[{"name": "f", "arguments": {"a": 1}}]<|e|>\n',
+     {"thinking": "Plan.", "content": "Sure.", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}),
+    (' -> call\n[{"name": "f", "arguments": {}}]<|e|>', {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}),
+])
+def test_a_reply_of_messages_under_the_header_the_prompt_begins(text, message):
+    """R1b and T9 (docs/FORMATS.md): the prompt ends ``<|m|>bot``; the model continues it with the message's
+    suffix (``/think``, ``\\n``, `` -> call``) and writes the whole header again for each later message."""
+    src = (MODELS / "header-messages.jinja").read_text(encoding="utf-8")
+    from autoparser.cli.parse import generation_prompt
+    import autoparser
+    spec = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    assert prefix.endswith("<|m|>bot")
+    one = parse_response(text, spec, prefix=prefix)
+    p = ResponseParser(spec, prefix=prefix)
+    for ch in text:
+        p.feed(ch)
+    assert p.finalize()[0] == one == {"role": "assistant", **message}

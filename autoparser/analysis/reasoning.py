@@ -171,6 +171,29 @@ def _open_close_prompts(prompts: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
+def _rest_after_prompt(prompt: str, rendered: str, start: str, end: str, full_end: str, log: list[str]) -> tuple[str, str, str]:
+    """R1b: a reasoning block written as a message of its own under a role header that the generation prompt
+    begins (HyperCLOVA X: the prompt ends ``<|im_start|>assistant``, history writes
+    ``<|im_start|>assistant/think\n…<|im_end|>\n<|im_start|>assistant\n`` then the content). History's diff puts
+    the whole header in the opener; the model, continuing the prompt, writes only the rest (``/think``), and its
+    reasoning ends where the next message's header, the prompt's text again, has been written."""
+    head = trailing_markers(prompt)
+    tail = prompt[len(prompt.rstrip()) - len(head.rstrip()):].rstrip() if head.strip() else ""
+    # the prompt's last marker and any word glued to it (``<|im_start|>assistant``)
+    glued = re.search(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$", prompt.rstrip())
+    overlap = glued.group(0) if glued else tail
+    if not overlap or start == overlap or not start.startswith(overlap) or prompt.rstrip().endswith(start):
+        return start, end, full_end
+    rest = start[len(overlap):]
+    # the next message's header after the reasoning's end, as history writes it (``<|im_end|>\n<|im_start|>assistant``)
+    after = re.search(re.escape(REASON) + r"\s*" + re.escape(end) + r"(\s*)" + re.escape(overlap), rendered)
+    if not rest.strip() or rest[0].isalnum() or not after:
+        return start, end, full_end
+    log.append(f"R1b the prompt ends {overlap!r}, which begins the opener {start!r}: the model writes {rest!r}; "
+               f"its reasoning ends with {end!r} and the next message's header {overlap!r}")
+    return rest, f"{end}{after.group(1)}{overlap}", full_end
+
+
 def _prefill(pr: Prober, mode: dict) -> str:
     g = pr.generation(assistant(), mode)
     return g.dropped if g and not g.exact else ""
@@ -213,6 +236,9 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
         g = pr.generation(assistant(), m)
         if g:
             prompts[_m(m)] = g.prompt
+    if start and end and pr.modes and _m(pr.modes[0]) in prompts:
+        withr = pr.generation(assistant(reasoning=REASON), pr.modes[0])
+        start, end, full_end = _rest_after_prompt(prompts[_m(pr.modes[0])], withr.full if withr else "", start, end, full_end, log)
     log.append(f"R2 prefills by mode: {prefills}")
     prefills = _without_shared_head(prefills, log)
     forced_open = forced_closed = False

@@ -101,7 +101,32 @@ def _after_reasoning(text: str | None, r: Reasoning) -> str | None:
 
 def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[str]) -> Tools:
     t = _analyze_tools(pr, turn, r, c, log)
-    return _end_variants(pr, turn, t, log) if t.format != "NONE" and t.family not in ("unknown", "nameless") else t
+    if t.format == "NONE" or t.family in ("unknown", "nameless"):
+        return t
+    return _end_variants(pr, turn, _header_again(pr, t, log), log)
+
+
+_GLUED_HEADER = re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
+
+
+def _header_again(pr: Prober, t: Tools, log: list[str]) -> Tools:
+    """T9: calls written as a message of their own under a role header that the generation prompt begins
+    (HyperCLOVA X: the prompt ends ``<|im_start|>assistant``, a call continues it `` -> tool/function_call\n[``).
+    After another message of the reply (content, reasoning) the model writes that header again in full, as
+    history does (``…<|im_end|>\n<|im_start|>assistant -> tool/function_call\n[``): the header and the opener
+    together are another spelling of the opener."""
+    start = t.call_start or t.section_start
+    g = pr.generation(assistant(CONTENT, calls=[call()]), pr.modes[0]) if pr.modes else None
+    head = _GLUED_HEADER.search(g.prompt.rstrip()) if g else None
+    if not (start.strip() and head and g) or MARKER.match(start.strip()) or start[:1].isalnum():
+        return t
+    spelled = head.group(0) + start.rstrip()
+    reply = g.full[len(g.prompt):] if g.full.startswith(g.prompt) else ""
+    if spelled not in reply or spelled.strip() in t.call_start_variants:
+        return t
+    log.append(f"T9 the prompt ends {head.group(0)!r} and a call continues it with {start!r}: after another message "
+               f"the call is written {spelled!r}")
+    return dataclasses.replace(t, call_start_variants=(*t.call_start_variants, spelled.strip()))
 
 
 def _end_variants(pr: Prober, turn: Turn, t: Tools, log: list[str]) -> Tools:

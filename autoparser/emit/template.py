@@ -26,7 +26,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .markers import esc, literals, prefix_safe, then_space, without_groups
+from .markers import _flex, esc, literals, prefix_safe, then_space, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -385,6 +385,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 f["close_pattern"] = then_space(esc(r.end)) + calls_end_reasoning(a, ends, openers)
+            firsts = [v for v in r.end_variants if r.end and r.end.startswith(v) and v != r.end]
+            if firsts:
+                # An end that holds the next message's header (R1b: ``<|im_end|>\n<|im_start|>assistant``): any
+                # whitespace between its markers; and its first part alone where the turn ends right after it
+                # (a reply of reasoning only).
+                f["close_pattern"] = f["close_pattern"].replace(then_space(esc(r.end)), then_space(_flex(r.end)), 1)
+                if ends:
+                    f["close_pattern"] += "|" + "|".join(rf"{esc(v)}(?=\s*(?:{'|'.join(literals(ends))}|\Z))" for v in firsts)
             if r.end:
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
@@ -409,6 +417,12 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip() else []
     followers += [t.content_opener] if t.format != "NONE" and t.content_opener else []  # consumed before the content it wraps
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
+    # A call's close that holds the turn's end then more markers (HyperCLOVA X's ``<|im_end|><|stop|>``): a stream
+    # may close the call at the turn's end, and what the close wrote after it is no text either.
+    for close in ((t.call_end, t.section_end) if t.format != "NONE" else ()):
+        ms = markers(close)
+        cut = next((i for i, m in enumerate(ms) if m in a.turn.end_markers), None)
+        followers += [m for m in ms[cut + 1:] if m not in followers] if cut is not None else []
     # A prompt that prefills only the reasoning's end (thinking switched off) leaves it to the parser; only
     # at the reply's start: a close written after content is text (the stray-marker choice, §7b).
     at_start = [r.end] if r.mode != "NONE" and r.end and r.start and r.end not in followers else []
