@@ -116,9 +116,13 @@ def _header_again(pr: Prober, t: Tools, log: list[str]) -> Tools:
     history does (``…<|im_end|>\n<|im_start|>assistant -> tool/function_call\n[``): the header and the opener
     together are another spelling of the opener."""
     start = t.call_start or t.section_start
-    g = pr.generation(assistant(CONTENT, calls=[call()]), pr.modes[0]) if pr.modes else None
-    head = _GLUED_HEADER.search(g.prompt.rstrip()) if g else None
-    if not (start.strip() and head and g) or MARKER.match(start.strip()) or start[:1].isalnum():
+    if not pr.modes or not start.strip() or MARKER.match(start.strip()) or start[:1].isalnum():
+        return t
+    # (the prompt from the plain turn's generation, which the reasoning analysis rendered already)
+    plain = pr.generation(assistant(), pr.modes[0])
+    head = _GLUED_HEADER.search(plain.prompt.rstrip()) if plain else None
+    g = pr.generation(assistant(CONTENT, calls=[call()]), pr.modes[0]) if head else None
+    if not (head and g):
         return t
     spelled = head.group(0) + start.rstrip()
     reply = g.full[len(g.prompt):] if g.full.startswith(g.prompt) else ""

@@ -210,12 +210,12 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # head, the first after the opener and the list's ``[``, a later one where the previous call's close left the
     # parser (``\G``); a call closes on its object's ``}`` right after its arguments, then the list's ``,`` and a
     # whole next head, or the list's ``]`` and the close marker (or the turn's end, or the text's end).
-    listed = rf"{opener}\s*\[\s*{head}|\G(?<=\}}\s*,\s*){head}"
+    # (one head after both: the ``\G`` branch matches only where the search starts, so no run of ``[`` retries it)
+    listed = rf"(?:{opener}\s*\[\s*|\G(?<=\}}\s*,\s*)){head}"
     field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{listed}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    in_list = (rf"|(?<=[}}\]]){tail}\s*,\s*(?={without_groups(head)})"
-               rf"|(?<=[}}\]]){tail}\s*\]\s*(?:{then_space(close)}|(?={finals}))")
+    in_list = rf"|(?<=[}}\]]){tail}\s*(?:,\s*(?={without_groups(head)})|\]\s*(?:{then_space(close)}|(?={finals})))"
     field["close_pattern"] = rf"{tail}\s*{then_space(close)}{in_list}|{shaped_close}|(?<=[}}\]]){tail}\s*(?={finals})"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
