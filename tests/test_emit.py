@@ -608,3 +608,27 @@ def test_a_reply_of_messages_under_the_header_the_prompt_begins(text, message):
     for ch in text:
         p.feed(ch)
     assert p.finalize()[0] == one == {"role": "assistant", **message}
+
+
+@pytest.mark.parametrize("name, text, calls, content", [
+    ("chatml-think", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call></tool_call>\nDone.',
+     [("get_weather", {"city": "Paris"})], "Done."),
+    ("call-word-block", '<|tool_call>call:get_weather{"city": "Paris"}<tool_call|><tool_call|>Done.', [("get_weather", {"city": "Paris"})], "Done."),
+    # the marker written anywhere else is text, as before
+    ("chatml-think", "I write </tool_call> here", [], "I write </tool_call> here"),
+    ("chatml-think", "Sure. </tool_call> ok", [], "Sure. </tool_call> ok"),
+])
+def test_a_calls_close_written_twice_is_no_text(name, text, calls, content):
+    """docs/FORMATS.md §7b: a call's closing marker repeated right after itself is consumed (Ollama's Gemma 4 parser)."""
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    from autoparser.cli.parse import generation_prompt
+    import autoparser
+    spec = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    one = parse_response(text, spec, prefix=prefix)
+    p = ResponseParser(spec, prefix=prefix)
+    for ch in text:
+        p.feed(ch)
+    assert p.finalize()[0] == one
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in one.get("tool_calls") or []] == calls
+    assert one.get("content") == content

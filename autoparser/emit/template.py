@@ -504,6 +504,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         c_close = markers(t.call_end.strip())[-1:] if "tool_calls" in fields else []
         if c_open and c_close and t.call_start.strip().startswith(c_open[0]) and t.call_end.strip().endswith(c_close[0]) and c_open != c_close:
             extra.append((c_open[0], rf"{esc(c_open[0])}\s*{esc(c_close[0])}"))
+        # A call's closing marker written again right after itself (Gemma 4's ``<tool_call|><tool_call|>``, which
+        # Ollama's parser drops): markup, consumed, never content.
+        # (only where every other marker there starts with its first character: the scan's bound needs one)
+        if c_close and c_close[0] not in ends and c_close[0] not in followers and all(m.startswith(c_close[0][0]) for m in cores):
+            extra.append((c_close[0], rf"{esc(c_close[0])}(?<={esc(c_close[0])}\s*{esc(c_close[0])})"))
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]
