@@ -269,23 +269,8 @@ _TOKEN = re.compile(r"\\([^\w])|\\([ntr])|([^\\()\[\].^$|?*+{}])", re.S)
 def _literal_prefix(pattern: str) -> tuple[str, str]:
     """(the literal text every match of ``pattern`` starts with, the pattern after it); ``("", pattern)``
     when the pattern branches at its top level, where no prefix is common to every match."""
-    depth, i, in_class = 0, 0, False
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            return "", pattern
-        i += 1
+    if len(_branches(pattern)) > 1:
+        return "", pattern
     out, i = [], 0
     while (m := _TOKEN.match(pattern, i)) and not re.match(r"[?*+{]", pattern[m.end() : m.end() + 1]):
         out.append(m.group(1) or {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(2) or "") or m.group(3))
