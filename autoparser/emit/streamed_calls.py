@@ -3,6 +3,8 @@ window of ``CALL_WINDOW`` characters, never a whole value. Part of the emitter, 
 
 from __future__ import annotations
 
+import dataclasses
+
 import regex as re
 
 from ..analysis.model import Analysis, Tools
@@ -520,7 +522,6 @@ def _with_call_list(field: dict, t: Tools, ends: list[str]) -> dict:
     arguments, read by the one json parser, and both name the call and its id by the same captures. Each
     spelling's closes look for what only follows its own arguments (the object's ``}`` and the list's ``,`` or
     ``]``; the next ``[TOOL_CALLS]`` or a look back to the name's opener), so neither closes the other's call."""
-    import dataclasses
     listed = dataclasses.replace(
         t, format="JSON_NATIVE", family="json", call_keys=("name", "arguments", "id"), name_path=("name",),
         args_path=("arguments",), id_path=("id",), array_wrapped=True, name_is_key=False, shared_start=False,
@@ -528,7 +529,7 @@ def _with_call_list(field: dict, t: Tools, ends: list[str]) -> dict:
     keyed, _ = _json_keyed(listed, t.call_start.strip(), "", ends, only_after_opener=True)
     # (each spelling's open keeps its own empty default captures: the transform's placeholders need them in each
     # branch; and the template's own spelling stays a branch of its own, so the content's close is still bounded
-    # at its opener, ``template._bounded``)
+    # at its opener, ``template._implicit_close``)
     return {**field, "open_pattern": f"{field['open_pattern']}|{keyed['open_pattern']}",
             "close_pattern": f"(?:{field['close_pattern']})|(?:{keyed['close_pattern']})"}
 
