@@ -723,3 +723,17 @@ def test_json_calls_between_markers_may_be_a_list(text, calls, content):
 def test_a_list_between_call_markers_that_holds_no_call_stays_content():
     text = "<tool_call>\n[1, 2]\n</tool_call>"
     assert _parse("chatml-think", text).get("content") == text
+
+
+@pytest.mark.parametrize("name, text, calls, thinking", [
+    # whitespace after a marker glued to the word or name after it: a detokenizer's spaces around added tokens
+    ("call-word-block", '<|tool_call> call:get_weather{"city": "Paris"} <tool_call|>', [WEATHER], None),
+    ("call-word-block", '<|tool_call>\ncall:get_weather{"city": "Paris"}\n<tool_call|>', [WEATHER], None),
+    ("prefixed-indexed", '<|calls|> <|call|> tools.get_weather:0 <|args|> {"city": "Paris"} <|/call|> <|/calls|>', [WEATHER], None),
+    ("prefixed-indexed", '<|calls|>\n<|call|>\ntools.get_weather:0<|args|>{"city": "Paris"}<|/call|>\n<|/calls|>', [WEATHER], None),
+])
+def test_whitespace_after_a_marker_glued_to_a_word(name, text, calls, thinking):
+    """FORMATS §7b, whitespace at marker boundaries: between a marker and the word after it as well."""
+    msg = _parse(name, text)
+    assert _calls(msg) == calls
+    assert msg.get("thinking") == thinking

@@ -68,7 +68,10 @@ def _flex(literal: str) -> str:
             tag_attr = words and re.search(r"<[^\s<>=\"']+\Z", literal[:j]) and re.match(r"[\w:.-]+=", literal[i:])
             out.append(r"\s+" if words and not tag_attr else r"\s*")
             continue
-        if i and not literal[i - 1].isspace() and ((i in ends and literal[i] in "<[") or (i in starts and literal[i - 1] in ">]")):
+        # Between a marker and what follows it (another marker, or a word: ``<|tool_call>call:``, a header's
+        # ``<|tool_call_begin|>functions.f:0``): detokenizers put a space around added tokens (a slow tokenizer's
+        # ``spaces_between_special_tokens``, vLLM's default), and the families' parsers take any whitespace there.
+        if i and not literal[i - 1].isspace() and (i in ends or (i in starts and literal[i - 1] in ">]")):
             out.append(r"\s*")
         out.append(re.escape(literal[i]))
         i += 1
@@ -117,7 +120,7 @@ def flex_pattern(pattern: str) -> str:
         if lit is not None and not quantified:
             run.append(lit)
             continue
-        flush(a.startswith("(?P<"))
+        flush(a.startswith("(") and not a.startswith(("(?<", "(?=", "(?!")) or a.startswith("(?P<"))
         out.append(a)
     flush(False)
     return "".join(out)

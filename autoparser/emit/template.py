@@ -139,9 +139,11 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     ``<|channel>thought\nPlan.``: ``Plan.``, not the channel's name), and on the token written twice."""
     if token:
         word = r.start[len(token):]
+        # (the word only glued to the token: after whitespace a stream would commit the token alone before the word
+        # arrived, the optional word being no growth transformers can see at the buffer's edge)
         opener = rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
     else:
-        opener = esc(r.start)
+        opener = _flex(r.start)
     if r.lone_close and r.end:
         stop = "|".join(literals([token or r.start, *ends]))
         opener += rf"|\A(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"
@@ -367,15 +369,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
                 # reasoning that spells the call format (Seed-OSS quoting ``<seed:tool_call>…``) would make a
                 # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
-                f["close_pattern"] = then_space(esc(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
+                f["close_pattern"] = then_space(_flex(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
-                f["close_pattern"] = then_space(esc(r.end)) + calls_end_reasoning(a, ends, openers)
+                # (``_flex``: whitespace between the end's markers and words, ``<|close|> think<|sep|>``)
+                f["close_pattern"] = then_space(_flex(r.end)) + calls_end_reasoning(a, ends, openers)
             firsts = [v for v in r.end_variants if r.end and r.end.startswith(v) and v != r.end]
             if firsts:
-                # An end that holds the next message's header (R1b: ``<|im_end|>\n<|im_start|>assistant``): any
-                # whitespace between its markers; and its first part alone where the turn ends right after it
-                # (a reply of reasoning only).
-                f["close_pattern"] = f["close_pattern"].replace(then_space(esc(r.end)), then_space(_flex(r.end)), 1)
+                # An end that holds the next message's header (R1b: ``<|im_end|>\n<|im_start|>assistant``): its first
+                # part alone also closes where the turn ends right after it (a reply of reasoning only).
                 if ends:
                     f["close_pattern"] += "|" + "|".join(rf"{esc(v)}(?=\s*(?:{'|'.join(literals(ends))}|\Z))" for v in firsts)
             if r.end:

@@ -447,10 +447,11 @@ def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
     opener, ce = t.call_start.strip(), t.call_end.strip()
     m = MARKER.match(opener)
     word = opener[m.end():] if m else ""
+    # the word, the name and what follows it (the header allows whitespace after the marker: ``_flex``)
+    rest = header[len(esc(m.group(0))):].removeprefix(r"\s*") if m and header.startswith(esc(m.group(0))) else ""
     if (t.arguments.kind != "json" or t.section_start.strip() or t.call_separator.strip() or not ce or not markers(ce)
-            or not re.fullmatch(r"[A-Za-z_][\w.\-]*:", word) or not header.startswith(esc(opener))):
+            or not re.fullmatch(r"[A-Za-z_][\w.\-]*:", word) or not rest.startswith(esc(word))):
         return None
-    rest = header[len(esc(m.group(0))):]  # the word, the name and what follows it
     name = without_groups(rest)
     inside = rf"(?<={esc(m.group(0))}(?:(?!{esc(ce)})[\s\S])*?\}}{esc(word)})"
     return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
