@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -70,6 +72,10 @@ def test_dialect_call_parses_and_a_cut_one_stays_content(name):
         assert one["content"] == text.strip(), "a cut call's text stays visible"
 
 
+def _words(text: str) -> str:
+    return re.sub(r"</?tool_call>|\s", "", text)
+
+
 @pytest.mark.parametrize("name", sorted(DIALECTS))
 def test_dialect_arguments_of_any_text_never_raise(name):
     t = _template(name)
@@ -85,7 +91,8 @@ def test_dialect_arguments_of_any_text_never_raise(name):
             pytest.fail(f"{name}: {type(e).__name__}: {str(e)[:200]}\ntext: {text!r}")
         assert one == streamed
         if "tool_calls" not in one:
-            assert one["content"].replace(" ", "") == text.strip().replace(" ", ""), "text no call reads stays in content"
+            # every word stays; the call's markers alone may go (an empty call element, a close written twice: §7b)
+            assert _words(one["content"]) == _words(text), "text no call reads stays in content"
 
     run()
 

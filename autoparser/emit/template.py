@@ -494,7 +494,8 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # Ollama's parser drops): markup, consumed, never content.
         # (only where every other marker there starts with its first character: the scan's bound needs one)
         if c_close and c_close[0] not in ends and c_close[0] not in followers and all(m.startswith(c_close[0][0]) for m in cores):
-            extra.append((c_close[0], rf"{esc(c_close[0])}(?<={esc(c_close[0])}\s*{esc(c_close[0])})"))
+            # (only after a JSON value's end and the first close: a marker doubled after other text is that text's)
+            extra.append((c_close[0], rf"{esc(c_close[0])}(?<=[}}\]]\s*{esc(c_close[0])}\s*{esc(c_close[0])})"))
         after_list = token_after_list(t) if "tool_calls" in fields else None
         if after_list:  # a special token right after a pythonic list with no marker of its own (Llama 4)
             extra += [("<", after_list)]
