@@ -242,26 +242,22 @@ def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str,
 _EMPTY_GROUPS = re.compile(r"^(?:\(\?P<\w+>\))+")  # a branch's empty default captures (``guard._id_default``)
 
 
+# What a top-level scan must see: an escape, a whole character class, a group's parentheses, an alternation.
+_STRUCTURE = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|[()|]", re.S)
+
+
 def _branches(pattern: str) -> list[str]:
     """``pattern`` split at the alternations of its top level (outside groups and classes)."""
-    out, depth, start, i, in_class = [], 0, 0, 0, False
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
+    out, depth, start = [], 0, 0
+    for m in _STRUCTURE.finditer(pattern):
+        ch = m.group()
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
         elif ch == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
-        i += 1
+            out.append(pattern[start:m.start()])
+            start = m.end()
     return [*out, pattern[start:]]
 
 
