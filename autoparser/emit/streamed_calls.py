@@ -217,14 +217,18 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{listed}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    in_list = rf"|(?<=[}}\]]){tail}\s*(?:,\s*(?={without_groups(head)})|\]\s*(?:{then_space(close)}|(?={finals})))"
-    field["close_pattern"] = rf"{tail}\s*{then_space(close)}{in_list}|{shaped_close}|(?<=[}}\]]){tail}\s*(?={finals})"
+    in_list = rf"\s*(?:,\s*(?={without_groups(head)})|\]\s*(?:{then_space(close)}|(?={finals})))"
+    # Every close after the object's ``}`` right after the arguments shares that look and the keys after them, written
+    # once (the pattern is compiled and scanned on every delta: its length is time): the list's next call or end,
+    # the self-described call's closes, the turn's end or the text's end.
+    after = "|".join([in_list, *shaped_close, rf"\s*(?={finals})"])
+    field["close_pattern"] = rf"{tail}\s*{then_space(close)}|(?<=[}}\]]){tail}(?:{after})|{FUNCTION_TAG_CLOSE}"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
     return field, []
 
 
-def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str, str]:
+def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str, list[str]]:
     r"""(an open alternative, close alternatives) for a call the model writes without the template's opener.
     A call object ``{"name": "f", "arguments": {…}}`` describes itself: llama.cpp's Hermes 2 Pro parser reads it
     bare at the reply's start, after text, or in a markdown fence, and as ``<function=f>{…}</function>`` (the
@@ -241,9 +245,9 @@ def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str,
     it); a function tag's ``</function>`` right after its object's ``}``."""
     inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
     shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
-    obj_end = rf"(?<=[}}\]]){tail}"  # the object's ``}`` (and keys after the arguments) right after the arguments
-    shaped_close = "|".join([rf"{obj_end}\s*```[ \t]*", rf"{obj_end}{NEW_LINE_TEXT}", rf"{obj_end}\s*(?={opener})",
-                             FUNCTION_TAG_CLOSE])
+    # (what may follow the object's ``}`` right after the arguments, and the keys after them: the caller writes
+    # that look once before all of them; the function tag's close is ``FUNCTION_TAG_CLOSE``)
+    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})"]
     return shaped_open, shaped_close
 
 
