@@ -126,6 +126,9 @@ def markers(text: str) -> list[str]:
     return [m.group(0) for m in MARKER.finditer(text)]
 
 
+_WS = _stdlib_re.compile(r"\s+")
+
+
 def leading_markers(text: str) -> str:
     """The run of markers (and whitespace between them) at the start of ``text``."""
     pos = 0
@@ -133,9 +136,9 @@ def leading_markers(text: str) -> str:
     while True:
         m = MARKER.match(text, pos)
         if not m:
-            ws = re.match(r"\s+", text[pos:])
-            if ws and MARKER.match(text, pos + ws.end()):
-                pos += ws.end()
+            ws = _WS.match(text, pos)  # (at pos: a slice would copy the rest of the text on every marker)
+            if ws and MARKER.match(text, ws.end()):
+                pos = ws.end()
                 continue
             return text[:end]
         end = pos = m.end()

@@ -118,8 +118,11 @@ def _closer_by_split(pr: Prober, start: str, log: list[str]) -> str:
     return cand if ok else ""
 
 
+_TAG_OR_BRACKET = re.compile(r"<(\w[\w:.\-]*)>|\[(\w+)\]")
+
+
 def _closing_form(start: str) -> str:
-    m = re.fullmatch(r"<(\w[\w:.\-]*)>|\[(\w+)\]", start)
+    m = _TAG_OR_BRACKET.fullmatch(start)
     if not m:
         return ""
     return f"</{m.group(1)}>" if m.group(1) else f"[/{m.group(2)}]"
@@ -171,6 +174,9 @@ def _open_close_prompts(prompts: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
+_GLUED = re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
+
+
 def _rest_after_prompt(prompt: str, rendered: str, start: str, end: str, full_end: str, log: list[str]) -> tuple[str, str, str]:
     """R1b: a reasoning block written as a message of its own under a role header that the generation prompt
     begins (HyperCLOVA X: the prompt ends ``<|im_start|>assistant``, history writes
@@ -180,7 +186,8 @@ def _rest_after_prompt(prompt: str, rendered: str, start: str, end: str, full_en
     head = trailing_markers(prompt)
     tail = prompt[len(prompt.rstrip()) - len(head.rstrip()):].rstrip() if head.strip() else ""
     # the prompt's last marker and any word glued to it (``<|im_start|>assistant``)
-    glued = re.search(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$", prompt.rstrip())
+    # (searched in the prompt's last characters: a ``$``-anchored search walks the whole prompt, tools and all)
+    glued = _GLUED.search(prompt.rstrip()[-256:])
     overlap = glued.group(0) if glued else tail
     if not overlap or start == overlap or not start.startswith(overlap) or prompt.rstrip().endswith(start):
         return start, end, full_end

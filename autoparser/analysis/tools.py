@@ -121,7 +121,7 @@ def _header_again(pr: Prober, t: Tools, log: list[str]) -> Tools:
         return t
     # (the prompt from the plain turn's generation, which the reasoning analysis rendered already)
     plain = pr.generation(assistant(), pr.modes[0])
-    head = _GLUED_HEADER.search(plain.prompt.rstrip()) if plain else None
+    head = _GLUED_HEADER.search(plain.prompt.rstrip()[-256:]) if plain else None  # (the prompt's end only)
     g = pr.generation(assistant(CONTENT, calls=[call()]), pr.modes[0]) if head else None
     if not (head and g):
         return t
