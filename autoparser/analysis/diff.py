@@ -127,6 +127,15 @@ def markers(text: str) -> list[str]:
 
 
 _WS = _stdlib_re.compile(r"\s+")
+_GLUED_HEADER = _stdlib_re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
+
+
+def glued_header(prompt: str) -> str:
+    """The prompt's last special token and the word glued to it (``<|im_start|>assistant``), or "": a role header
+    the reply may continue (R1b, T9). Searched in the prompt's last characters: a ``$``-anchored search walks the
+    whole prompt, tools and all."""
+    m = _GLUED_HEADER.search(prompt.rstrip()[-256:])
+    return m.group(0) if m else ""
 
 
 def leading_markers(text: str) -> str:

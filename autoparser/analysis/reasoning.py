@@ -10,7 +10,7 @@ from itertools import combinations
 
 import regex as re
 
-from .diff import MARKER, Diff, diff, leading_markers, markers, prefix_len, trailing_markers
+from .diff import MARKER, Diff, diff, glued_header, leading_markers, markers, prefix_len, trailing_markers
 from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
 from .reads import reasoning_budgets
 from .model import Reasoning
@@ -174,31 +174,24 @@ def _open_close_prompts(prompts: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
-_GLUED = re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
-
-
-def _rest_after_prompt(prompt: str, rendered: str, start: str, end: str, full_end: str, log: list[str]) -> tuple[str, str, str]:
+def _rest_after_prompt(prompt: str, rendered: str, start: str, end: str, log: list[str]) -> tuple[str, str]:
     """R1b: a reasoning block written as a message of its own under a role header that the generation prompt
     begins (HyperCLOVA X: the prompt ends ``<|im_start|>assistant``, history writes
     ``<|im_start|>assistant/think\n…<|im_end|>\n<|im_start|>assistant\n`` then the content). History's diff puts
     the whole header in the opener; the model, continuing the prompt, writes only the rest (``/think``), and its
     reasoning ends where the next message's header, the prompt's text again, has been written."""
-    head = trailing_markers(prompt)
-    tail = prompt[len(prompt.rstrip()) - len(head.rstrip()):].rstrip() if head.strip() else ""
-    # the prompt's last marker and any word glued to it (``<|im_start|>assistant``)
-    # (searched in the prompt's last characters: a ``$``-anchored search walks the whole prompt, tools and all)
-    glued = _GLUED.search(prompt.rstrip()[-256:])
-    overlap = glued.group(0) if glued else tail
+    # the prompt's last marker and the word glued to it (``<|im_start|>assistant``), else its trailing markers
+    overlap = glued_header(prompt) or trailing_markers(prompt).strip()
     if not overlap or start == overlap or not start.startswith(overlap) or prompt.rstrip().endswith(start):
-        return start, end, full_end
+        return start, end
     rest = start[len(overlap):]
     # the next message's header after the reasoning's end, as history writes it (``<|im_end|>\n<|im_start|>assistant``)
     after = re.search(re.escape(REASON) + r"\s*" + re.escape(end) + r"(\s*)" + re.escape(overlap), rendered)
     if not rest.strip() or rest[0].isalnum() or not after:
-        return start, end, full_end
+        return start, end
     log.append(f"R1b the prompt ends {overlap!r}, which begins the opener {start!r}: the model writes {rest!r}; "
                f"its reasoning ends with {end!r} and the next message's header {overlap!r}")
-    return rest, f"{end}{after.group(1)}{overlap}", full_end
+    return rest, f"{end}{after.group(1)}{overlap}"
 
 
 def _prefill(pr: Prober, mode: dict) -> str:
@@ -245,7 +238,7 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
             prompts[_m(m)] = g.prompt
     if start and end and pr.modes and _m(pr.modes[0]) in prompts:
         withr = pr.generation(assistant(reasoning=REASON), pr.modes[0])
-        start, end, full_end = _rest_after_prompt(prompts[_m(pr.modes[0])], withr.full if withr else "", start, end, full_end, log)
+        start, end = _rest_after_prompt(prompts[_m(pr.modes[0])], withr.full if withr else "", start, end, log)
     log.append(f"R2 prefills by mode: {prefills}")
     prefills = _without_shared_head(prefills, log)
     forced_open = forced_closed = False

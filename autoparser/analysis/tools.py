@@ -14,7 +14,7 @@ import re as std_re
 
 import regex as re
 
-from .diff import MARKER, diff, leading_markers, markers, prefix_len
+from .diff import MARKER, diff, glued_header, leading_markers, markers, prefix_len
 from . import reads
 from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
 from ..errors import TemplateError
@@ -107,9 +107,6 @@ def analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[st
     return _end_variants(pr, turn, _header_again(pr, t, log), log)
 
 
-_GLUED_HEADER = re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
-
-
 def _header_again(pr: Prober, t: Tools, log: list[str]) -> Tools:
     """T9: calls written as a message of their own under a role header that the generation prompt begins
     (HyperCLOVA X: the prompt ends ``<|im_start|>assistant``, a call continues it `` -> tool/function_call\n[``).
@@ -121,15 +118,15 @@ def _header_again(pr: Prober, t: Tools, log: list[str]) -> Tools:
         return t
     # (the prompt from the plain turn's generation, which the reasoning analysis rendered already)
     plain = pr.generation(assistant(), pr.modes[0])
-    head = _GLUED_HEADER.search(plain.prompt.rstrip()[-256:]) if plain else None  # (the prompt's end only)
+    head = glued_header(plain.prompt) if plain else ""
     g = pr.generation(assistant(CONTENT, calls=[call()]), pr.modes[0]) if head else None
     if not (head and g):
         return t
-    spelled = head.group(0) + start.rstrip()
+    spelled = head + start.rstrip()
     reply = g.full[len(g.prompt):] if g.full.startswith(g.prompt) else ""
     if spelled not in reply or spelled.strip() in t.call_start_variants:
         return t
-    log.append(f"T9 the prompt ends {head.group(0)!r} and a call continues it with {start!r}: after another message "
+    log.append(f"T9 the prompt ends {head!r} and a call continues it with {start!r}: after another message "
                f"the call is written {spelled!r}")
     return dataclasses.replace(t, call_start_variants=(*t.call_start_variants, spelled.strip()))
 

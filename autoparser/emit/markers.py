@@ -120,7 +120,7 @@ def flex_pattern(pattern: str) -> str:
         if lit is not None and not quantified:
             run.append(lit)
             continue
-        flush(a.startswith("(") and not a.startswith(("(?<", "(?=", "(?!")) or a.startswith("(?P<"))
+        flush(a.startswith("(") and not a.startswith(("(?<", "(?=", "(?!")))  # before a group, not a look
         out.append(a)
     flush(False)
     return "".join(out)

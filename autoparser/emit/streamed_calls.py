@@ -12,6 +12,7 @@ from .guard import _W, _Dialect, never_raises
 from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
+_BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
 
@@ -405,7 +406,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # Every other ``[`` after the list decides from the characters after it (a partial search prefers a whole match
         # to a pending one at the same place: text that may begin with ``[`` would close the list before ``/`` came).
         # Each alternative holds the character that decides it (a negative look at the text's edge is satisfied).
-        mirrors = {o[1:] for o in _openers(t, start) if re.fullmatch(r"\[[A-Z][A-Z_]*\]", o)}
+        mirrors = {o[1:] for o in _openers(t, start) if _BRACKET_MARKER.fullmatch(o)}
         if len(mirrors) == 1 and not end:
             word = mirrors.pop()  # ``TOOL_CALLS]``: another end tag parts from it at some character
             # (no class holds ``\x00``: transformers appends it to see whether a match at the edge still grows)
@@ -505,9 +506,6 @@ def _json_nested(t: Tools, start: str, end: str, ends: list[str], reasoning_end:
     warnings = [] if start else ["tool calls have no marker: a call is recognised only at the very start of the reply"
                                  + (" or right after the reasoning" if reasoning_end else "")]
     return field, warnings
-
-
-_BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")
 
 
 def _call_list_too(t: Tools) -> bool:

@@ -226,7 +226,7 @@ def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str,
         # starts otherwise, or looks back, is no bound: the scan runs on past it, as with no bound at all).
         bounds = []
         for branch in _branches(calls["open_pattern"]):
-            lit, rest = _literal_prefix(_EMPTY_GROUPS.sub("", branch))
+            lit, rest = _leading_literal(_EMPTY_GROUPS.sub("", branch))
             if lit and not re.search(r"\(\?P=|\(\?&|\\g<|\(\?<[=!]|\(\?\d|\(\?R|\\G", rest):
                 rest = without_groups(rest)  # captures belong to the call's open
                 bounds.append(esc(lit) + (f"(?={rest})" if rest else ""))
@@ -267,8 +267,11 @@ _TOKEN = re.compile(r"\\([^\w])|\\([ntr])|([^\\()\[\].^$|?*+{}])", re.S)
 def _literal_prefix(pattern: str) -> tuple[str, str]:
     """(the literal text every match of ``pattern`` starts with, the pattern after it); ``("", pattern)``
     when the pattern branches at its top level, where no prefix is common to every match."""
-    if len(_branches(pattern)) > 1:
-        return "", pattern
+    return ("", pattern) if len(_branches(pattern)) > 1 else _leading_literal(pattern)
+
+
+def _leading_literal(pattern: str) -> tuple[str, str]:
+    """``_literal_prefix`` of a pattern known not to branch at its top level (one of ``_branches``)."""
     out, i = [], 0
     while (m := _TOKEN.match(pattern, i)) and not re.match(r"[?*+{]", pattern[m.end() : m.end() + 1]):
         out.append(m.group(1) or {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(2) or "") or m.group(3))
@@ -369,12 +372,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             elif r.end:
                 # (``_flex``: whitespace between the end's markers and words, ``<|close|> think<|sep|>``)
                 f["close_pattern"] = then_space(_flex(r.end)) + calls_end_reasoning(a, ends, openers)
+            # An end that holds the next message's header (R1b: ``<|im_end|>\n<|im_start|>assistant``): its first part
+            # alone also closes where the turn ends right after it (a reply of reasoning only).
             firsts = [v for v in r.end_variants if r.end and r.end.startswith(v) and v != r.end]
-            if firsts:
-                # An end that holds the next message's header (R1b: ``<|im_end|>\n<|im_start|>assistant``): its first
-                # part alone also closes where the turn ends right after it (a reply of reasoning only).
-                if ends:
-                    f["close_pattern"] += "|" + "|".join(rf"{esc(v)}(?=\s*(?:{'|'.join(literals(ends))}|\Z))" for v in firsts)
+            if firsts and ends:
+                f["close_pattern"] += "|" + "|".join(rf"{esc(v)}(?=\s*(?:{'|'.join(literals(ends))}|\Z))" for v in firsts)
             if r.end:
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
