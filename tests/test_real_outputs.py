@@ -167,12 +167,13 @@ def load_known() -> dict[str, str]:
 
 
 def template_file(case: dict) -> Path:
-    """``Qwen3-Coder.jinja`` -> the corpus file; ``wild/NNN-x.jinja`` -> the wild one; a peer case's from families.tsv."""
+    """``Qwen3-Coder.jinja`` -> the corpus file; ``wild/NNN-x.jinja`` or ``wild2/x.jinja`` -> the wild one; a peer case's from families.tsv."""
     if "_family" in case:
         return case["_family"]["template"]
     name = case["template"]
-    if name.startswith("wild/"):
-        return CORPUS / "wild" / "templates" / name[len("wild/"):]
+    for corpus in ("wild/", "wild2/"):
+        if name.startswith(corpus):
+            return CORPUS / corpus / "templates" / name[len(corpus):]
     return CORPUS / "templates" / name
 
 
@@ -183,7 +184,13 @@ def family(case: dict) -> str:
 def tokens_for(case: dict) -> dict[str, str]:
     if "_family" in case:
         return dict(case["_family"]["tokens"])
-    return dict(SPECIAL_TOKENS.get(Path(case["template"]).stem, DEFAULT_TOKENS))
+    stem = Path(case["template"]).stem
+    if stem not in SPECIAL_TOKENS:
+        # a wild2 template: the tokens its model's tokenizer_config names, as families.tsv gives them
+        for fam in peer_families().values():
+            if fam["template"] is not None and Path(fam["template"]).stem == stem:
+                return dict(fam["tokens"])
+    return dict(SPECIAL_TOKENS.get(stem, DEFAULT_TOKENS))
 
 
 # --------------------------------------------------------------------------------------- inference
