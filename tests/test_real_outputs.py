@@ -459,6 +459,22 @@ def _strings(value: Any, out: list[str]) -> list[str]:
     return out
 
 
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
+
+
+def _numbers(value: Any, out: list) -> list:
+    """The numbers among a message's values (not booleans)."""
+    if isinstance(value, dict):
+        for v in value.values():
+            _numbers(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _numbers(v, out)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.append(float(value))
+    return out
+
+
 def _message_words(msg: dict) -> Counter:
     """Every word of a parsed message: its text fields, call names, argument keys and values, ids (and the
     message's own key names, which the output spells too: ``"name"``, ``"arguments"``)."""
@@ -519,10 +535,18 @@ def lost_words(case: dict, msg: dict | None) -> list[str]:
     fmt = format_words(str(template_file(case)), tuple(sorted(tokens_for(case).items())))
     have = _message_words(msg or {})
     text = _ESCAPE.sub(" ", _BARE_MARKER.sub(" ", case["output"]))
+    # A number the message holds as a number keeps what the model wrote, whatever its spelling there
+    # (``1e20`` is ``1e+20``, ``5.0`` read as the integer the schema asks for is ``5``).
+    numbers = set(_numbers(msg or {}, []))
+    text = _NUMBER.sub(lambda m: " " if float(m[0]) in numbers else m[0], text)
     # Two of the format's words glued are the format's too (``<functionname="f">``: a tag's space dropped).
     glued = lambda w: any(w[:k] in fmt and w[k:] in fmt for k in range(1, len(w)))  # noqa: E731
     need = Counter(w for w in _words(text) if w not in fmt and not glued(w))
-    return sorted(w for w, n in need.items() if n > have[w])
+    # A call's name is one datum however often the format writes it (a header's recipient and the call
+    # element's name attribute: ``to=f<|message|><invoke name="f">``).
+    named = {w for c in (msg or {}).get("tool_calls") or [] if isinstance(c, dict)
+             for w in _words(str((c.get("function") if isinstance(c.get("function"), dict) else c).get("name") or ""))}
+    return sorted(w for w, n in need.items() if n > have[w] and w not in named)
 
 
 def cause(r: dict) -> str:
