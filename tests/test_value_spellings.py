@@ -75,3 +75,42 @@ def test_tagged_values_are_typed_by_the_schema_only():
     assert _args("kv-tagged", text) == [raw]
     tools = [_tool("f", city="string", zip="string", n="integer", tags="array", py="array")]
     assert _args("kv-tagged", text, tools) == [{**raw, "n": 3, "tags": ["a"]}]
+
+
+def _message(name: str, text: str) -> dict:
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    template = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    one = parse_response(text, template, prefix=prefix)
+    for size in (1, 3):
+        p = ResponseParser(template, prefix=prefix)
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        assert p.finalize()[0] == one, (name, text, size)
+    return one
+
+
+def _xtml(*args: tuple[str, str, str]) -> str:
+    body = "".join(f'<|sep|><|open|>argument key="{k}" type="{t}"<|sep|>{v}<|close|>argument' for k, t, v in args)
+    return ('<|open|>response<|sep|>Sure.<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="f"'
+            + body + "<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|end_of_msg|>")
+
+
+def test_a_tag_that_names_its_values_type_types_the_value():
+    """The argument's tag says the value's type (``type="number"``; Kimi K3's XTML): the diffs saw only a
+    string's tag (A3 reads a list's), and every other type word reads the value as JSON with no schema; a
+    ``type="string"`` value stays the text it is, even where it reads as JSON. Every argument arrives: one
+    ``<|sep|>`` stands between two tags (the value's close and the next key share it), and the section's
+    worded end (``<|close|>tools<|sep|>``) is no content."""
+    msg = _message("typed-tags", _xtml(("a", "number", "12"), ("b", "string", '{"x": 1}'), ("c", "array", "[1, 2]"),
+                                       ("d", "boolean", "true"), ("e", "null", "null"), ("f", "string", "42")))
+    assert msg.get("content") == "Sure."
+    assert [c["function"]["arguments"] for c in msg["tool_calls"]] == [
+        {"a": 12, "b": '{"x": 1}', "c": [1, 2], "d": True, "e": None, "f": "42"}]
+
+
+def test_a_typed_tag_cut_off_keeps_what_arrived():
+    """A string value cut where the text ends keeps its text; a typed one that is no JSON yet, its text."""
+    msg = _message("typed-tags", _xtml(("a", "number", "12")).split("<|close|>argument")[0]
+                   .replace("number", "string") + "partial text")
+    assert msg["tool_calls"][0]["function"]["arguments"] == {"a": "12partial text"}

@@ -54,6 +54,9 @@ class Arguments:
     key_suffix: str = ""
     value_suffix: str = ""
     separator: str = ""
+    # tagged: the key suffix written before a value that is no string, where the tag names the value's type
+    # (``<argument key="k" type="number">``; the probes' values are strings): "" where it is the same
+    typed_key_suffix: str = ""
     # pythonic: string values are written JSON-escaped in double quotes (``tojson``), so the json parser
     # reads each value back; otherwise quoted values are taken as the text between the quotes
     json_values: bool = False

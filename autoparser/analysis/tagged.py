@@ -186,9 +186,11 @@ def _tagged(one, two, turn, log) -> Tools:
             return Tools(format="TAG_WITH_TAGGED", family="unknown", uncovered=tuple(uncovered) or ("arguments format not recognised",))
     if span and not (ARG_A in o1[a_start:a_end] and f'"{ARG_A}"' in o1[a_start:a_end]):
         fmt = "TAG_WITH_JSON"
-    # Trim end-of-turn markers out of the call/section ends.
+    # Trim end-of-turn markers out of the call/section ends; a marker the call's own markup also writes
+    # inside it (Kimi K3's ``<|sep|>``, which ends every tag) is no end of the turn there.
+    own = opener + args.key_prefix + args.value_suffix
     def trim(s: str) -> str:
-        for e in turn.end_markers:
+        for e in (e for e in turn.end_markers if e not in own):
             i = s.find(e)
             if i >= 0:
                 s = s[:i]

@@ -191,7 +191,40 @@ def _analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[s
     if t.family == "pythonic":
         t = _pythonic_json_values(pr, r, t, log)
     t = _header_id(pr, one, t, log)
-    return _python_literals(pr, r, t, log)
+    return _typed_attribute(pr, r, _python_literals(pr, r, t, log), log)
+
+
+def _typed_attribute(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
+    """A3: a tagged argument whose tag names its value's type (Kimi K3's ``<|open|>argument key="k"
+    type="string"<|sep|>``, ``type="array"`` before a list): the probes' values are strings, so the key
+    suffix the diffs found holds the string's word. The one-call rendering with a list value (the one
+    ``_python_literals`` made) shows the suffix before a value that is no string; where the two differ in
+    one word, that word names the type, and the emitter reads the other words' values as JSON."""
+    a = t.arguments
+    if a.kind != "tagged" or not a.key_suffix or t.family == "unknown":
+        return t
+    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}})]), r) or ""
+    k = text.find(a.key_prefix.strip() + ARG_B)
+    v = text.find(VAL_B, k) if k >= 0 else -1
+    if v < 0:
+        return t
+    start = k + len(a.key_prefix.strip()) + len(ARG_B)
+    lead = text[start:v]
+    other = lead[: lead.rfind("[")] if "[" in lead else ""
+    if not other or other == a.key_suffix:
+        return t
+    p = prefix_len(a.key_suffix, other)
+    s = prefix_len(a.key_suffix[::-1], other[::-1])
+    w = lambda x, i: 0 <= i < len(x) and (x[i].isalnum() or x[i] == "_")  # noqa: E731
+    while p and w(a.key_suffix, p - 1):  # whole words: ``true``/``false`` share their ``e``
+        p -= 1
+    while s and w(a.key_suffix, len(a.key_suffix) - s):
+        s -= 1
+    word, oword = a.key_suffix[p : len(a.key_suffix) - s], other[p : len(other) - s]
+    if not (re.fullmatch(r"\w+", word) and re.fullmatch(r"\w+", oword)) or p + s > min(len(a.key_suffix), len(other)):
+        return t
+    log.append(f"A3 the argument's tag names its value's type: {a.key_suffix!r} before a string, {other!r} before a list")
+    return dataclasses.replace(t, arguments=dataclasses.replace(a, typed_key_suffix=other))
 
 
 def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:

@@ -40,12 +40,15 @@ def prefix_safe(marks) -> str:
     matched inside ``<|close|>r`` is final while ``<|close|>response<|sep|>`` arrives, so a stream would
     commit the short marker and leave the rest as text."""
     marks = sorted({m for m in marks if m}, key=lambda m: (-len(m), m))  # ties by text: the same output every run
-    out = []
-    for m in marks:
-        heads = sorted({x[len(m):len(m) + k] for x in marks if x != m and x.startswith(m) for k in range(1, len(x) - len(m))}
-                       | {x[len(m):] for x in marks if x != m and x.startswith(m)}, key=lambda h: (-len(h), h))
-        out.append(esc(m) + (f"(?!(?:{'|'.join(map(esc, heads))})\\Z)" if heads else ""))
-    return "|".join(out)
+    return "|".join(waits(m, marks) for m in marks)
+
+
+def waits(m: str, longer) -> str:
+    """``m`` as a literal that refuses to match while what follows it may still become the rest of one of
+    ``longer`` (``prefix_safe``'s guard for one marker)."""
+    heads = sorted({x[len(m):len(m) + k] for x in longer if x != m and x.startswith(m) for k in range(1, len(x) - len(m))}
+                   | {x[len(m):] for x in longer if x != m and x.startswith(m)}, key=lambda h: (-len(h), h))
+    return esc(m) + (f"(?!(?:{'|'.join(map(esc, heads))})\\Z)" if heads else "")
 
 
 def _flex(literal: str) -> str:

@@ -26,7 +26,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .markers import _flex, esc, literals, prefix_safe, then_space, without_groups
+from .markers import _flex, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -425,6 +425,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # The wrapper's own markers written alone (a stray ``</answer>`` after calls) are no text either.
         starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends,
                   c.end, w_open, w_close]
+        # The word a closing sequence writes after one of its markers (Kimi K3's section end
+        # ``<|sep|><|close|>tools<|sep|>`` after ``<|close|>``, which also closes content) is that
+        # sequence's, not text after a close.
+        for seq in ((t.section_end, t.call_end) if "tool_calls" in fields else ()):
+            starts += [seq[m.end():] for m in MARKER.finditer(seq) if seq[m.end():m.end() + 1].strip() and not MARKER.match(seq, m.end())]
         if any(m and m.strip() for m in starts):
             cls = r"(?=\s*+" + parts_from(starts) + ")"
             bare = r"\A" + cls
@@ -449,7 +454,10 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # content instead, consumed as markup. Never over a call: the call's open, longer at the same
             # place, wins, and while it is undecided (its window) this one waits (transformers commits no
             # match co-located with a pending one).
-            f["open_pattern"] += "|" + esc(markers(opener)[0])
+            # Where that marker also begins content's own opener (Kimi K3's ``<|open|>`` of ``<|open|>response<|sep|>``
+            # and of ``<|open|>tools``), it waits while the opener's rest may be arriving: a stream would otherwise
+            # open content on the marker alone and take the opener's word for text.
+            f["open_pattern"] += "|" + waits(markers(opener)[0], [c.start.strip(), w_open.strip()])
         ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
         if close and ahead:
             f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import regex as re
 
 from ..analysis.model import Analysis, Tools
@@ -319,28 +321,52 @@ def optional_bracket_markers(header: str) -> str:
     return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
 
 
-def _typed_by_attribute(ks: str, vs: str) -> str | None:
-    r"""The key suffix and value of a tagged argument whose tag says whether the value is a string
-    (DeepSeek's DSML: ``<parameter name="k" string="true">text</parameter>`` for a string,
-    ``string="false">`` + the value as JSON for any other): the diffs saw the suffix of a string
-    argument, so its ``true``/``false`` is the string mark and the other word marks a JSON literal
-    (``10``, ``[1, 2]``, ``null``: typed with no schema; a value that is no JSON stays text). A string
-    value is captured with the tag's own ``>`` and end tag around it, which the value parser reads as
-    string delimiters, so it comes back exactly as written, never typed; its delimiters absorb one
-    newline on each side, as models add them. ``\x01``/``\x02`` (the json parser's sentinels, which it
-    refuses) end no value. None where the suffix has no such mark or the value no end tag."""
-    m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
-    if not m or not re.fullmatch(r"</[^<>\s]+>", vs.strip()):
+def _typed_by_attribute(ks: str, vs: str, typed: str = "") -> tuple[str, str] | None:
+    r"""(pattern, the string's opening delimiter) for the key suffix and value of a tagged argument whose tag
+    says whether the value is a string. DeepSeek's DSML: ``<parameter name="k" string="true">text</parameter>``
+    for a string, ``string="false">`` + the value as JSON for any other; Kimi K3's XTML names the type,
+    ``<|open|>argument key="k" type="string"<|sep|>``, ``type="number"``, ``type="array"``… The diffs saw the
+    suffix of a string argument (``ks``); ``typed`` is the one the analysis saw before a list (A3), which
+    differs in one word (a suffix whose word is ``true``/``false`` is read so without it). The string's
+    word marks a string, any other word a JSON literal (``10``, ``[1, 2]``, ``null``: typed with no schema;
+    a value that is no JSON stays text). A string value is captured with the tag's last delimiter (``>``,
+    or its last marker, ``<|sep|>``) and its value close around it, which the value parser reads as string
+    delimiters, so it comes back exactly as written, never typed; its delimiters absorb one newline on each
+    side, as models add them. ``\x01``/``\x02`` (the json parser's sentinels, which it refuses) end no
+    value. None where the suffix has no such mark or the value no closing tag."""
+    if typed and typed != ks:
+        p = len(os.path.commonprefix([ks, typed]))
+        q = len(os.path.commonprefix([ks[::-1], typed[::-1]]))
+        while p and re.match(r"\w", ks[p - 1]):
+            p -= 1
+        while q and re.match(r"\w", ks[len(ks) - q]):
+            q -= 1
+        head, word, tail, other = ks[:p], ks[p : len(ks) - q], ks[len(ks) - q :], typed[p : len(typed) - q]
+        if not (re.fullmatch(r"\w+", word) and re.fullmatch(r"\w+", other)):
+            return None
+        if {word, other} != {"true", "false"}:
+            other = r"(?!" + word + r"\b)\w+"  # the type's name: any word but the string's
+        tail = tail.rstrip("\n")
+    else:
+        m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
+        if not m:
+            return None
+        head, word, tail = m.group(1), m.group(2), m.group(3)
+        other = "false" if word == "true" else "true"
+    close = vs.strip()
+    if not (re.fullmatch(r"</[^<>\s]+>", close) or (markers(close) and close.startswith(markers(close)[0]))):
         return None
-    head, word, tail = m.group(1), m.group(2), m.group(3)
-    other = "false" if word == "true" else "true"
-    end = _flex(vs.strip())
+    last = markers(tail)[-1] if markers(tail) and tail.endswith(markers(tail)[-1]) else tail[-1:]
+    if last != ">" and not last.endswith(">"):
+        return None
+    end = _flex(close)
     body = r"[^\x01\x02]*?"
-    return (_flex(head) + "(?:"
-            + rf"{word}{_flex(tail[:-1])}(?P<value>>{body}{end})"  # a string, with its delimiters
-            + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
-            + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
-            + ")")
+    pattern = (_flex(head) + "(?:"
+               + rf"{word}{_flex(tail[: len(tail) - len(last)])}(?P<value>{esc(last)}{body}{end})"  # a string, with its delimiters
+               + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
+               + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
+               + ")")
+    return pattern, last
 
 
 # A key and its value in a JSON object written as a call's whole body instead of its argument tags (DeepSeek
@@ -352,14 +378,28 @@ _JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)
               + r"|-?\d[\d.eE+-]*|true|false|null)")
 
 
-def _typed_value_parser(vs: str) -> dict:
-    """The json value parser of ``_typed_by_attribute``; its string delimiters also come without a token
-    prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
-    ``template.optional_namespace``)."""
+def _typed_value_parser(vs: str, opener: str = ">") -> dict:
+    """The json value parser of ``_typed_by_attribute``; ``opener``: the string's opening delimiter, the key
+    tag's last one. Its string delimiters also come without a token prefix in the end tag's name
+    (``</｜DSML｜parameter>`` written ``</parameter>``, see ``template.optional_namespace``)."""
     end = vs.strip()
     bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
-    delims = [d for e in dict.fromkeys([end, bare]) for d in ([">\n", "\n" + e], [">\n", e], [">", "\n" + e], [">", e])]
+    o = opener
+    delims = [d for e in dict.fromkeys([end, bare]) for d in ([o + "\n", "\n" + e], [o + "\n", e], [o, "\n" + e], [o, e])]
     return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
+
+
+def _shared_lead(kp: str, vs: str) -> str:
+    r"""The key prefix's pattern. Where the value's close ends with the marker the key prefix begins with, the
+    template writes that marker once between two arguments (Kimi K3: ``…<|close|>argument<|sep|><|open|>argument
+    key=…``, one ``<|sep|>``): the value's close consumes it, so the next key also begins right after it (a
+    lookbehind: the parser's search for the next pair starts past the close). Before, every second argument
+    was lost."""
+    lead = MARKER.match(kp)
+    if not lead or not vs.endswith(lead.group(0)) or vs == lead.group(0):
+        return _flex(kp)
+    m = esc(lead.group(0))
+    return rf"(?:{m}|(?<={m}))" + _flex(kp[lead.end():])
 
 
 def _args_tagged(t: Tools) -> bool:
@@ -535,10 +575,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         field["content"] = "xml-inline"
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
-        key_re = _flex(a.key_prefix.strip()) + r"(?P<key>[^<>\"\n=]+?)"
-        typed = _typed_by_attribute(ks, vs)
+        key_re = _shared_lead(a.key_prefix.strip(), vs.strip()) + r"(?P<key>[^<>\"\n=]+?)"
+        typed = _typed_by_attribute(ks, vs, a.typed_key_suffix)
         if typed:
-            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs)}
+            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed[0]}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs, typed[1])}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
             # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
