@@ -185,12 +185,14 @@ def tokens_for(case: dict) -> dict[str, str]:
     if "_family" in case:
         return dict(case["_family"]["tokens"])
     stem = Path(case["template"]).stem
-    if stem not in SPECIAL_TOKENS:
-        # a wild2 template: the tokens its model's tokenizer_config names, as families.tsv gives them
-        for fam in peer_families().values():
-            if fam["template"] is not None and Path(fam["template"]).stem == stem:
-                return dict(fam["tokens"])
-    return dict(SPECIAL_TOKENS.get(stem, DEFAULT_TOKENS))
+    # a wild2 template: the tokens its model's tokenizer_config names, as families.tsv gives them
+    return dict(SPECIAL_TOKENS.get(stem) or _family_tokens().get(stem) or DEFAULT_TOKENS)
+
+
+@lru_cache(maxsize=None)
+def _family_tokens() -> dict[str, dict]:
+    """families.tsv's special tokens by template stem, read once."""
+    return {Path(f["template"]).stem: f["tokens"] for f in peer_families().values() if f["template"] is not None}
 
 
 # --------------------------------------------------------------------------------------- inference

@@ -126,6 +126,24 @@ def markers(text: str) -> list[str]:
     return [m.group(0) for m in MARKER.finditer(text)]
 
 
+def one_word_apart(a: str, b: str) -> tuple[str, str, str, str] | None:
+    """(head, ``a``'s word, tail, ``b``'s word) where ``a`` and ``b`` differ in one whole word and agree around
+    it (``" type="string"<|sep|>`` and ``" type="array"<|sep|>``; ``true``/``false`` share their ``e``, which
+    stays in the word), else None."""
+    p = prefix_len(a, b)
+    q = min(prefix_len(a[::-1], b[::-1]), len(a) - p, len(b) - p)
+    while p and _WORD_CHAR.match(a, p - 1):
+        p -= 1
+    while q and _WORD_CHAR.match(a, len(a) - q):
+        q -= 1
+    wa, wb = a[p : len(a) - q], b[p : len(b) - q]
+    if not (_WORD.fullmatch(wa) and _WORD.fullmatch(wb)):
+        return None
+    return a[:p], wa, a[len(a) - q :], wb
+
+
+_WORD_CHAR = _stdlib_re.compile(r"\w")
+_WORD = _stdlib_re.compile(r"\w+")
 _WS = _stdlib_re.compile(r"\s+")
 _GLUED_HEADER = _stdlib_re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
 

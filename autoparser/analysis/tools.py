@@ -14,7 +14,7 @@ import re as std_re
 
 import regex as re
 
-from .diff import MARKER, diff, glued_header, leading_markers, markers, prefix_len
+from .diff import MARKER, diff, glued_header, leading_markers, markers, one_word_apart, prefix_len
 from . import reads
 from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
 from ..errors import TemplateError
@@ -194,6 +194,11 @@ def _analyze_tools(pr: Prober, turn: Turn, r: Reasoning, c: Content, log: list[s
     return _typed_attribute(pr, r, _python_literals(pr, r, t, log), log)
 
 
+def _literal_args() -> dict:
+    """A2's and A3's one call: a null, a list and an object argument (fresh each time: a render may hold it)."""
+    return {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
+
+
 def _typed_attribute(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tools:
     """A3: a tagged argument whose tag names its value's type (Kimi K3's ``<|open|>argument key="k"
     type="string"<|sep|>``, ``type="array"`` before a list): the probes' values are strings, so the key
@@ -201,9 +206,9 @@ def _typed_attribute(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     ``_python_literals`` made) shows the suffix before a value that is no string; where the two differ in
     one word, that word names the type, and the emitter reads the other words' values as JSON."""
     a = t.arguments
-    if a.kind != "tagged" or not a.key_suffix or t.family == "unknown":
+    if a.kind != "tagged" or not a.key_suffix:
         return t
-    text = _after_reasoning(_tool_text(pr, [call(args={ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}})]), r) or ""
+    text = _after_reasoning(_tool_text(pr, [call(args=_literal_args())]), r) or ""  # (rendered by _python_literals)
     k = text.find(a.key_prefix.strip() + ARG_B)
     v = text.find(VAL_B, k) if k >= 0 else -1
     if v < 0:
@@ -211,17 +216,7 @@ def _typed_attribute(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     start = k + len(a.key_prefix.strip()) + len(ARG_B)
     lead = text[start:v]
     other = lead[: lead.rfind("[")] if "[" in lead else ""
-    if not other or other == a.key_suffix:
-        return t
-    p = prefix_len(a.key_suffix, other)
-    s = prefix_len(a.key_suffix[::-1], other[::-1])
-    w = lambda x, i: 0 <= i < len(x) and (x[i].isalnum() or x[i] == "_")  # noqa: E731
-    while p and w(a.key_suffix, p - 1):  # whole words: ``true``/``false`` share their ``e``
-        p -= 1
-    while s and w(a.key_suffix, len(a.key_suffix) - s):
-        s -= 1
-    word, oword = a.key_suffix[p : len(a.key_suffix) - s], other[p : len(other) - s]
-    if not (re.fullmatch(r"\w+", word) and re.fullmatch(r"\w+", oword)) or p + s > min(len(a.key_suffix), len(other)):
+    if not other or other == a.key_suffix or one_word_apart(a.key_suffix, other) is None:
         return t
     log.append(f"A3 the argument's tag names its value's type: {a.key_suffix!r} before a string, {other!r} before a list")
     return dataclasses.replace(t, arguments=dataclasses.replace(a, typed_key_suffix=other))
@@ -441,8 +436,7 @@ def _python_literals(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Tool
     json_dialect = t.format == "TAG_WITH_JSON" and (t.arguments.unquoted_keys or t.arguments.string_delims)
     if not (json_dialect or t.format == "TAG_WITH_TAGGED") or t.family == "unknown":
         return t
-    args = {ARG_A: None, ARG_B: [VAL_B], ARG_C: {"k": VAL_A}}
-    text = _after_reasoning(_tool_text(pr, [call(args=args)]), r) or ""
+    text = _after_reasoning(_tool_text(pr, [call(args=_literal_args())]), r) or ""
     found: dict[str, str] = {}
     # A dialect with ' string delimiters reads ['a'] and {'k': 'a'}.
     # Unquoted pythonic values (``{{ v }}``) are read by their spelling, Python-quoted lists and dicts included.

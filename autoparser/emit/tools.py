@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import os
-
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from ..analysis.diff import MARKER, markers
+from ..analysis.diff import MARKER, markers, one_word_apart
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import ARGS_KEYS, NAME, SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
@@ -327,36 +325,24 @@ def _typed_by_attribute(ks: str, vs: str, typed: str = "") -> tuple[str, str] | 
     for a string, ``string="false">`` + the value as JSON for any other; Kimi K3's XTML names the type,
     ``<|open|>argument key="k" type="string"<|sep|>``, ``type="number"``, ``type="array"``… The diffs saw the
     suffix of a string argument (``ks``); ``typed`` is the one the analysis saw before a list (A3), which
-    differs in one word (a suffix whose word is ``true``/``false`` is read so without it). The string's
+    differs in one word (``analysis.diff.one_word_apart``). The string's
     word marks a string, any other word a JSON literal (``10``, ``[1, 2]``, ``null``: typed with no schema;
     a value that is no JSON stays text). A string value is captured with the tag's last delimiter (``>``,
     or its last marker, ``<|sep|>``) and its value close around it, which the value parser reads as string
     delimiters, so it comes back exactly as written, never typed; its delimiters absorb one newline on each
     side, as models add them. ``\x01``/``\x02`` (the json parser's sentinels, which it refuses) end no
     value. None where the suffix has no such mark or the value no closing tag."""
-    if typed and typed != ks:
-        p = len(os.path.commonprefix([ks, typed]))
-        q = len(os.path.commonprefix([ks[::-1], typed[::-1]]))
-        while p and re.match(r"\w", ks[p - 1]):
-            p -= 1
-        while q and re.match(r"\w", ks[len(ks) - q]):
-            q -= 1
-        head, word, tail, other = ks[:p], ks[p : len(ks) - q], ks[len(ks) - q :], typed[p : len(typed) - q]
-        if not (re.fullmatch(r"\w+", word) and re.fullmatch(r"\w+", other)):
-            return None
-        if {word, other} != {"true", "false"}:
-            other = r"(?!" + word + r"\b)\w+"  # the type's name: any word but the string's
-        tail = tail.rstrip("\n")
-    else:
-        m = re.fullmatch(r'([\s\S]*?="?)(true|false)("?>)\n?', ks)
-        if not m:
-            return None
-        head, word, tail = m.group(1), m.group(2), m.group(3)
-        other = "false" if word == "true" else "true"
-    close = vs.strip()
-    if not (re.fullmatch(r"</[^<>\s]+>", close) or (markers(close) and close.startswith(markers(close)[0]))):
+    split = one_word_apart(ks, typed) if typed and typed != ks else None
+    if not split:
         return None
-    last = markers(tail)[-1] if markers(tail) and tail.endswith(markers(tail)[-1]) else tail[-1:]
+    head, word, tail, other = split
+    if {word, other} != {"true", "false"}:
+        other = r"(?!" + word + r"\b)\w+"  # the type's name: any word but the string's
+    tail = tail.rstrip("\n")
+    close, ms = vs.strip(), markers(tail)
+    if not (re.fullmatch(r"</[^<>\s]+>", close) or MARKER.match(close)):
+        return None
+    last = ms[-1] if ms and tail.endswith(ms[-1]) else tail[-1:]
     if last != ">" and not last.endswith(">"):
         return None
     end = _flex(close)
@@ -384,8 +370,8 @@ def _typed_value_parser(vs: str, opener: str = ">") -> dict:
     (``</｜DSML｜parameter>`` written ``</parameter>``, see ``template.optional_namespace``)."""
     end = vs.strip()
     bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
-    o = opener
-    delims = [d for e in dict.fromkeys([end, bare]) for d in ([o + "\n", "\n" + e], [o + "\n", e], [o, "\n" + e], [o, e])]
+    delims = [d for e in dict.fromkeys([end, bare])
+              for d in ([opener + "\n", "\n" + e], [opener + "\n", e], [opener, "\n" + e], [opener, e])]
     return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
 
 
