@@ -90,3 +90,16 @@ def test_a_worded_stray_close_is_no_text_lost():
     res = autoparser.infer_result((ROOT / "models" / "worded-tags.jinja").read_text(encoding="utf-8"))
     assert res.verdict["realistic"]["stray_reasoning_close"] == "pass", res.verdict["realistic_failures"]
     assert res.verdict["text_lost"] == [] and res.verdict["status"] == "full"
+
+
+def test_a_worded_content_close_before_calls_is_no_turn_end():
+    """The content's worded close (``<|close|>response<|sep|>``) comes before the calls as before the turn's
+    end, so it ends no turn: verification cuts a generation at the turn's real end and checks the calls after
+    it (before, it cut at the content's close and the verdict said ``tool_calls: absent`` in a ``full``
+    template). A stray ``<|close|>`` alone closes no content either."""
+    res = autoparser.infer_result((ROOT / "models" / "typed-tags.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["status"] == "full" and res.verdict["fields"]["tool_calls"] == "pass", res.verdict
+    assert res.verdict["tool_capabilities"]["content_beside"] == "pass", res.verdict["tool_capabilities"]
+    prefix = '<|open|>message role="user"<|sep|>hi<|end_of_msg|><|open|>message role="assistant"<|sep|>'
+    msg = parse_response('<|open|>response<|sep|>a <|close|> b<|close|>response<|sep|><|end_of_msg|>', res.template, prefix=prefix)
+    assert msg.get("content") == "a <|close|> b", msg

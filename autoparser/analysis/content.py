@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .diff import markers
+from .diff import markers, worded_tag
 from .probes import CONTENT, REASON, USER, Prober, assistant
 from .model import Content, Reasoning, Turn
 
@@ -48,7 +48,7 @@ def analyze_content(pr: Prober, turn: Turn, r: Reasoning, log: list[str]) -> Con
     after_ms = markers(after)
     numbered = bool(before) and _numbered(pr, r, before)
     if before and not (r.start and before.startswith(r.start)):
-        end = after_ms[0] if after_ms else ""
+        end = worded_tag(after) or (after_ms[0] if after_ms else "")
         c = Content("ALWAYS_WRAPPED", before, end, numbered)
     else:
         c = Content()

@@ -122,6 +122,18 @@ def diff(a: str, b: str) -> Diff:
     return Diff(a[:p], a[p : len(a) - s], b[p : len(b) - s], a[len(a) - s :])
 
 
+SPECIAL_TOKEN = r"<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>"  # a pipe-delimited token, ASCII or full-width
+_WORDED = re.compile(rf"\s*((?:{SPECIAL_TOKEN})[A-Za-z_]\w*(?:{SPECIAL_TOKEN}))")
+
+
+def worded_tag(text: str) -> str:
+    """A closing tag spelt token + word + token at the start of ``text`` (Kimi K3's
+    ``<|close|>response<|sep|>``): the whole tag is one marker, not its first token, which every tag
+    shares (the reasoning's ``<|close|>think<|sep|>`` too)."""
+    m = _WORDED.match(text)
+    return m.group(1) if m else ""
+
+
 def markers(text: str) -> list[str]:
     return [m.group(0) for m in MARKER.finditer(text)]
 

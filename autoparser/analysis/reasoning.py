@@ -10,7 +10,7 @@ from itertools import combinations
 
 import regex as re
 
-from .diff import MARKER, Diff, diff, glued_header, leading_markers, markers, prefix_len, trailing_markers
+from .diff import MARKER, SPECIAL_TOKEN, Diff, diff, glued_header, leading_markers, markers, prefix_len, trailing_markers
 from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
 from .reads import reasoning_budgets
 from .model import Reasoning
@@ -47,8 +47,7 @@ def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str,
     return _worded(d.prefix + before, start, end, full_end, after if after.strip() else d.suffix.lstrip())
 
 
-_TOKEN = r"<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>"
-_WORDED_START = re.compile(rf"(?:{_TOKEN})(?P<word>[A-Za-z_]\w*)(?:{_TOKEN})\s*$")
+_WORDED_START = re.compile(rf"(?:{SPECIAL_TOKEN})(?P<word>[A-Za-z_]\w*)(?:{SPECIAL_TOKEN})\s*$")
 
 
 def _worded(text_before: str, start: str, end: str, full_end: str, text_after: str) -> tuple[str, str, str]:
@@ -59,7 +58,7 @@ def _worded(text_before: str, start: str, end: str, full_end: str, text_after: s
     m = _WORDED_START.search(text_before)
     if not m or not start or not end or not m.group(0).strip().endswith(start.strip()):
         return start, end, full_end
-    e = re.match(rf"(?:{_TOKEN}){re.escape(m['word'])}(?:{_TOKEN})", text_after.lstrip())
+    e = re.match(rf"(?:{SPECIAL_TOKEN}){re.escape(m['word'])}(?:{SPECIAL_TOKEN})", text_after.lstrip())
     if not e or not e.group(0).startswith(end):
         return start, end, full_end
     return m.group(0).strip(), e.group(0), e.group(0) if full_end == end else full_end

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import regex as re
 
-from .diff import MARKER, markers, prefix_len
+from .diff import MARKER, markers, prefix_len, worded_tag
 from ..errors import AnalysisError, TemplateError
 from .probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Reasoning, Turn
@@ -21,26 +21,23 @@ def _between(text: str, a: str, b: str) -> str | None:
     return text[i + len(a) : j] if i >= 0 and j >= 0 else None
 
 
-_TOKEN = r"<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>"
-_WORDED = re.compile(rf"\s*((?:{_TOKEN})[A-Za-z_]\w*(?:{_TOKEN}))")
-
-
-def _worded(text: str) -> str:
-    """A closing tag spelt token + word + token right after the content (Kimi K3's
-    ``<|close|>response<|sep|>``): the whole tag is the end, not its first token, which every tag
-    shares (the reasoning's ``<|close|>think<|sep|>`` too)."""
-    m = _WORDED.match(text)
-    return m.group(1) if m else ""
-
-
 def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     """C1's end half: the markers that follow the content of the last and of a middle assistant turn."""
     user = [{"role": "user", "content": USER}]
     last = _after(pr.render(user + [assistant()]), CONTENT)
+    # A worded tag that follows the content whether the turn ends there or calls follow it closes the
+    # content, not the turn (Kimi K3's ``<|close|>response<|sep|>`` before ``<|open|>tools<|sep|>`` as
+    # before ``<|close|>message<|sep|><|end_of_msg|>``): the turn's end is looked for after it.
+    tag = worded_tag(last)
+    beside = _after(pr.try_render(user + [assistant(calls=[call()])]) or "", CONTENT) if tag else ""
+    skip = len(tag) + len(last) - len(last.lstrip()) if tag and beside.lstrip().startswith(tag) else 0
+    if skip and not markers(last[skip:]):
+        skip = 0  # nothing else follows: the tag is the turn's end after all
+    last = last[skip:]
     found: list[str] = []
     run = markers(last.lstrip().split("\n\n")[0]) if last.strip() else []
     if run:
-        found += [_worded(last) or run[0], run[-1]]
+        found += [worded_tag(last) or run[0], run[-1]]
     elif last.strip() and not re.match(r"\s*(?:\{|\[\s*[{\[\"'\d])", last):
         # An end token in no bracket style we know (MiniMax's ``[e~[``): the first word. Not when what
         # follows is JSON (a template that prints tool results or definitions after the turn).
@@ -51,13 +48,18 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
         # Drop the next user turn's opener: the longest tail of ``mid`` that also opens the first user turn.
         opener = p0[: p0.find(USER)]
         cut = len(mid)
-        for i in range(len(mid)):
+        # Not into what also ends the last turn, when the next turn only adds its opener: the opener of the
+        # first user turn may end with the close of a system message before it, spelt as the assistant's.
+        whole = _after(pr.render(user + [assistant()]), CONTENT)
+        for i in range(len(whole) if whole.strip() and mid.startswith(whole) else 0, len(mid)):
             if opener.endswith(mid[i:]) and mid[i:].strip():
                 cut = i
                 break
+        mid = mid[skip:]
+        cut -= skip
         run = markers(mid[:cut])
         if run:
-            found += [_worded(mid[:cut]) or run[0], run[-1]]
+            found += [worded_tag(mid[:cut]) or run[0], run[-1]]
     # The tokenizer's end-of-sequence token ends a reply too where the template ends its turns with another
     # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``): an engine that keeps special
     # tokens leaves it at the end of the text, after a call or an answer. Only a marker-shaped token.

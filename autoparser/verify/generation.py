@@ -5,7 +5,7 @@ the template appends to every conversation). Part of verification: ``roundtrip``
 
 from __future__ import annotations
 
-from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len
+from ..analysis.diff import MARKER, _marker_spans, common_suffix_at, prefix_len, worded_tag
 from ..analysis.model import Analysis
 from ..analysis.probes import Prober, align_history, assistant, drop_trailer, name_tools
 from ..render import REASONING_KEYS, constant
@@ -97,7 +97,10 @@ def _turn_end(full: str, start: int, ref: str | None) -> int:
     if ref is None:
         return len(full)
     cut = max(len(full) - common_suffix_at(full, len(full), ref, len(ref)), start)
-    end = MARKER.match(full, cut + len(full[cut:]) - len(full[cut:].lstrip()))
+    at = cut + len(full[cut:]) - len(full[cut:].lstrip())
+    if tag := worded_tag(full[at:]):  # a closing tag spelt token + word + token is one marker
+        return at + len(tag)
+    end = MARKER.match(full, at)
     return end.end() if end else cut
 
 
