@@ -737,3 +737,22 @@ def test_whitespace_after_a_marker_glued_to_a_word(name, text, calls, thinking):
     msg = _parse(name, text)
     assert _calls(msg) == calls
     assert msg.get("thinking") == thinking
+
+
+@pytest.mark.parametrize("text, name", [
+    ('<|call|>to=muse.bash<|message|><invoke name="muse.bash">\n<parameter name="cmd">ls</parameter>\n</invoke>', "muse.bash"),  # as rendered
+    ('<|call|><|message|><invoke name="muse.bash">\n<parameter name="cmd">ls</parameter>\n</invoke>', "muse.bash"),  # no recipient
+    ('<|call|>to=muse<|message|><invoke name="muse.bash">\n<parameter name="cmd">ls</parameter>\n</invoke>', "muse.bash"),  # namespace only
+    ('<|call|>to=bash<|message|><invoke name="muse.bash">\n<parameter name="cmd">ls</parameter>\n</invoke>', "muse.bash"),  # differs: the element names it
+])
+def test_a_name_written_twice_is_the_elements(text, name):
+    """The header names the call as a recipient and again in the call's element: the element is the call's
+    name, and a recipient left out or cut to the namespace still opens the call (before, only two equal names
+    did; the others' text was dropped or left as content)."""
+    assert _calls(_parse("name-twice", text)) == [(name, {"cmd": "ls"})]
+
+
+def test_a_name_written_twice_keeps_its_marker():
+    """The recipient is optional, the marker before it is not: an element alone opens no call."""
+    msg = _parse("name-twice", 'See <|message|><invoke name="f"> here.')
+    assert not msg.get("tool_calls") and "invoke" in msg.get("content", ""), msg

@@ -483,6 +483,29 @@ def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
     return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
 
 
+def _named_twice(header: str, others: list[str]) -> str:
+    """A header that writes the call's name twice, as a recipient and again in the call's own element
+    (``to=f<|message|><atem:invoke name="f">``, a backreference in the analysis' header): the element names
+    the call. Models fumble the recipient, leaving it out or naming only the tool's namespace (``to=muse``
+    before ``name="muse.bash"``, Ollama's tests), while the element stays whole; so the recipient is any
+    name or none, and the element's name is captured. A recipient that opens another field (``to=user``
+    for content, ``to=self`` for reasoning) is no call's."""
+    first, ref = header.find("(?P<name>"), header.find("(?P=name)")
+    if first < 0 or ref < first:
+        return header
+    depth, end = 0, first
+    for end in range(first, ref):  # the name group's closing parenthesis (no escapes inside a name class)
+        depth += {"(": 1, ")": -1}.get(header[end], 0) if header[end - 1] != "\\" else 0
+        if depth == 0:
+            break
+    group = header[first : end + 1]
+    kept = re.match(r"(?:.*>(?:\\s\{0,64\})?)?", header[:first]).end()  # the markers before the recipient stay
+    lead = header[kept:first]
+    guard = "".join(f"(?!{re.escape(o)})" for o in others if o and re.match(lead, o))
+    free = f"(?:{guard}{lead}{group.replace('(?P<name>', '(?:', 1)})?"
+    return f"{header[:kept]}{free}{header[end + 1 : ref]}{group}{header[ref + len('(?P=name)'):]}"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -494,6 +517,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     # A namespace glued to the name with a dot (Kimi's ``functions.f:0``) may be left out: models write
     # ``f:0`` too (vLLM's Kimi K2 parser reads it); the name is what follows the dot when there is one.
     header = re.sub(r"(?<![\w\\])([A-Za-z_]\w*)\\\.\(\?P<name>", r"(?:\1\\.)?(?P<name>", header, count=1)
+    header = _named_twice(header, others)
     # A name an element's tag or attribute gives whole after ``=`` (``<function=NAME>``, ``name="NAME"``) may be
     # words with single spaces between (Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``);
     # elsewhere (``<tool_call>NAME\n``) a space ends the name.
