@@ -267,3 +267,19 @@ def test_a_call_marker_that_opens_no_call_keeps_its_text_where_content_is_wrappe
     call = '<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls>'
     for msg in both(spec, "Let me check." + call, prompt):  # a call still opens as before, the text before it kept
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"] and msg["content"] == "Let me check."
+
+
+@pytest.mark.parametrize("text, content", [
+    ("R<|close|>think<|sep|><|begin_answer|>Hello there<|end_answer|>", "<|begin_answer|>Hello there<|end_answer|>"),  # another wrapper's tokens
+    ("R<|close|>think<|sep|>\n<|begin_answer|> <|x|>Hello", "<|begin_answer|> <|x|>Hello"),  # whitespace, two tokens
+    ("R<|close|>think<|sep|><|open|>response<|sep|>Hi<|close|>response<|sep|><|eos|>", "Hi"),  # a token with no text after it
+    ("R<|close|>think<|sep|><|open|>response<|sep|>Hi<|close|>response<|sep|><|close|>message<|sep|>", "Hi"),  # tokens the template writes
+])
+def test_unseen_tokens_then_text_open_wrapped_content(text, content):
+    """Where content is a wrapped field, text after special tokens the analysis never saw (a family's older
+    wrapper, ``<|START_RESPONSE|>`` for ``<|START_TEXT|>``) was outside every field and lost: it opens content,
+    the tokens kept as written. Tokens alone, or ones the template writes, still open nothing."""
+    spec, _, verdict = inferred("worded-tags")
+    assert verdict["status"] == "full"
+    for msg in both(spec, text, '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'):
+        assert msg.get("content") == content, msg

@@ -26,7 +26,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .markers import _flex, esc, literals, prefix_safe, then_space, waits, without_groups
+from .markers import SPECIAL, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -301,6 +301,19 @@ def parts_from(marks) -> str:
     return "(?:" + "|".join(alts) + ")"
 
 
+def tokens_then_text(a: Analysis) -> str:
+    r"""Special tokens the analysis never saw, then text (``<|START_RESPONSE|>Hello``: Command A's older spelling of
+    its ``<|START_TEXT|>``): where content is a wrapped field, that text would be outside every field and lost, so
+    it opens content, the tokens kept in it as written. Not a token found anywhere in the analysis (a header's
+    ``<|start|>assistant``, an end marker), nor tokens with no text after them (an end-of-sequence token an
+    engine left at the end): those stay out, as ``parts_from`` keeps them. A stream waits for the first
+    character after the tokens."""
+    seen = sorted(set(SPECIAL.findall(repr(a))))
+    known = f"(?!{'|'.join(map(re.escape, seen))})" if seen else ""
+    token = rf"{known}(?:<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>)"
+    return rf"(?:{token}\s*+)+(?:[^\s<]|<[^|｜\s])"
+
+
 JOIN = "\n\n"  # between two regions of one text field: the text before a call and the text after it
 
 
@@ -431,7 +444,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         for seq in ((t.section_end, t.call_end) if "tool_calls" in fields else ()):
             starts += [seq[m.end():] for m in MARKER.finditer(seq) if seq[m.end():m.end() + 1].strip() and not MARKER.match(seq, m.end())]
         if any(m and m.strip() for m in starts):
-            cls = r"(?=\s*+" + parts_from(starts) + ")"
+            cls = r"(?=\s*+(?:" + parts_from(starts) + "|" + tokens_then_text(a) + "))"
             bare = r"\A" + cls
             # ... and likewise after any region: text a model writes bare after its calls (Command R7B's answer
             # after ``<|END_ACTION|>`` with no ``<|START_RESPONSE|>``), or after a stray close of the content
