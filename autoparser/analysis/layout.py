@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 
 import regex as re
 
+from .diff import MARKER
 from .model import Analysis
 from ..errors import AutoparserError
 
@@ -58,6 +59,7 @@ class Layout:
     extra_key: str = ""  # a key the call object carries besides name/arguments/id
     key_prefix: str = ""  # tagged_kv: <key_prefix>KEY<key_suffix>VALUE<value_suffix>
     key_suffix: str = ""
+    typed_suffix: str = ""  # tagged_kv: the key suffix before a list, where the tag names its value's type (A3)
     value_suffix: str = ""
     arg_separator: str = ""
     reasoning_start: str = ""
@@ -204,16 +206,25 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
     kv = {}
     if dialect:
         kv = dict(dialect_quote=delims[0] if delims else ('"', '"'), dialect_unquoted=bool(args.unquoted_keys))
+    call_end = _upto_turn_end(t.call_end.strip(), ends)
     if pythonic:
         delims = tuple(tuple(d) for d in (args.string_delims or ()) if len(d) == 2 and len(d[0]) == 1 and d[0] == d[1])
         kv = dict(key_suffix="=", arg_separator=",", py_quote=delims[0][0] if delims else '"', py_json=bool(args.json_values))
     elif args.kind != "json":
         if not (args.key_prefix.strip() and args.value_suffix.strip()):
             raise NoGrammar("tagged arguments without key and value markers")
-        kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
+        kv = dict(key_prefix=args.key_prefix, key_suffix=args.key_suffix, typed_suffix=args.typed_key_suffix,
+                  value_suffix=args.value_suffix.strip(), arg_separator=args.separator.strip())
+        # A value's close that ends with the marker the key prefix begins with writes that marker once between two
+        # arguments (Kimi K3's ``…<|close|>argument<|sep|><|open|>argument key=…``): it is the next tag's, which the
+        # call's end also begins with (``<|sep|><|close|>call``), so a grammar writes it once.
+        lead = MARKER.match(args.key_prefix)
+        vs = kv["value_suffix"]
+        if lead and vs.endswith(lead.group(0)) and vs != lead.group(0) and call_end and not call_end.startswith(lead.group(0)):
+            kv["value_suffix"], call_end = vs[: -len(lead.group(0))], lead.group(0) + call_end
     kind = "pythonic" if pythonic else "tagged_dialect" if dialect else "tagged_json" if args.kind == "json" else "tagged_kv"
     return Layout(kind, trigger=trigger, section_start=section,
-                  section_end=_upto_turn_end(t.section_end.strip(), ends), call_end=_upto_turn_end(t.call_end.strip(), ends),
+                  section_end=_upto_turn_end(t.section_end.strip(), ends), call_end=call_end,
                   separator=t.call_separator.strip(),
                   call_start_raw=t.call_start, call_end_raw=t.call_end,
                   header=header, **kv, **common)

@@ -20,7 +20,7 @@ import json
 
 import regex as re
 
-from ..analysis.diff import markers
+from ..analysis.diff import markers, one_word_apart
 from .layout import NAME, Layout, NoGrammar, parameters
 
 WS_CHARS = r"[ \t\r\n]"
@@ -167,10 +167,16 @@ class _Writer:
         out = []
         for k, (key, sub) in enumerate(props.items()):
             name = f"p{i}_{k}"
-            suffix = lay.key_suffix
-            if not _is_string(sub) and "true" in suffix:
-                suffix = suffix.replace("true", "false")  # DeepSeek V3.2: string="false" on non-strings
-            head = self.lit(lay.key_prefix + key + suffix)
+            head = self.lit(lay.key_prefix + key + lay.key_suffix)
+            split = one_word_apart(lay.key_suffix, lay.typed_suffix) if lay.typed_suffix and not _is_string(sub) else None
+            if split:  # the tag names a non-string value's type in one word (A3): the string's word never
+                before, word, after, other = split
+                if {word, other} == {"true", "false"}:  # DeepSeek V3.2's string="false"
+                    typed = self.lit(other)
+                else:  # Kimi K3's type="number"|"boolean"|…: the model writes its own word for the type
+                    typed = "TYPEWORD"
+                    self.rule(f"TYPEWORD: /[A-Za-z_]+/ & ~/{word}/")
+                head = " ".join([self.lit(lay.key_prefix + key + before), typed] + ([self.lit(after)] if after else []))
             if _is_string(sub):
                 # A closer's first chunk that the value's own end holds (``</｜T｜`` of ``</｜T｜ invoke>`` and
                 # of ``</｜T｜ parameter>``, a two-word tag) is the value's end, not text it must avoid.
