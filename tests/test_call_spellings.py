@@ -756,3 +756,23 @@ def test_a_name_written_twice_keeps_its_marker():
     """The recipient is optional, the marker before it is not: an element alone opens no call."""
     msg = _parse("name-twice", 'See <|message|><invoke name="f"> here.')
     assert not msg.get("tool_calls") and "invoke" in msg.get("content", ""), msg
+
+
+@pytest.mark.parametrize("name, text, calls", [
+    # the model ended its turn inside the call: the end token is no part of the value
+    ("function-in-wrapper", "Let me look.\n<tool_call>\n<function=search>\n<parameter=query>\nweather in NYC<|im_end|>",
+     [("search", {"query": "weather in NYC"})]),
+    # the call's end left out before the section's own end token
+    ("prefixed-indexed", '<|calls|><|call|>tools.search:0<|args|>{"q": 1}<|/calls|>', [("search", {"q": 1})]),
+])
+def test_a_call_left_open_ends_at_the_turns_or_sections_token(name, text, calls):
+    """A call whose close never came ends where the turn's end token ends the text, or where its section's
+    end token comes: before, the token came back inside the last argument (``weather in NYC<|im_end|>``) or
+    made the arguments no JSON (``{…}<|/calls|>``)."""
+    assert _calls(_parse(name, text)) == calls
+
+
+def test_a_turn_end_token_inside_a_value_stays_the_values():
+    """Only where it ends the text: a token quoted inside a value, more of the value after it, stays there."""
+    text = "<tool_call>\n<function=echo>\n<parameter=text>\nsay <|im_end|> twice\n</parameter>\n</function>\n</tool_call>"
+    assert _calls(_parse("function-in-wrapper", text)) == [("echo", {"text": "say <|im_end|> twice"})]

@@ -647,6 +647,26 @@ def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     return field, [f"calls in one section are split where '}}{t.call_separator.strip()}name{{' follows, which an argument string can also hold"]
 
 
+def turn_end_closes(field: dict, ends: list[str], section_end: str = "") -> dict:
+    r"""A call whose close never came (cut off, or the model ended its turn inside it) ends where the turn's
+    end token ends the text (``<parameter=q>
+weather<|im_end|>``, ``{"city":<｜end▁of▁sentence｜>``): an engine
+    that keeps special tokens leaves the token there, which is no part of any argument. Only at the end of the
+    text (``\Z`` in the lookahead, so a stream decides at its end): a token written inside a value and followed
+    by more of it stays the value's (Ollama's glimmer tests quote ``<|eot|>`` in an argument). Likewise, anywhere,
+    where the calls' section ends with a token of its own (``{}<|tool_calls_section_end|>``, the call's end left
+    out). Before, the token came back inside the last argument."""
+    tokens = [e.strip() for e in ends if SPECIAL.fullmatch(e.strip())]
+    close = field.get("close_pattern") or (esc(field["close"]) if isinstance(field.get("close"), str) else None)
+    section = section_end.strip() if SPECIAL.fullmatch(section_end.strip()) else ""
+    if not (tokens or section) or close is None:
+        return field
+    field = {k: v for k, v in field.items() if k != "close"}
+    alts = [close] + ([rf"(?=(?:{'|'.join(map(esc, tokens))})\s*\Z)"] if tokens else []) + ([f"(?={esc(section)})"] if section else [])
+    field["close_pattern"] = "|".join(alts)
+    return field
+
+
 def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     t = a.tools
     ends = list(a.turn.end_markers) + [m for m in t.end_markers if m not in a.turn.end_markers]  # a call ends at either
@@ -665,6 +685,7 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         others += [a.reasoning.start] if a.reasoning.start and a.reasoning.mode != "NONE" else []
         field, w = _tagged(t, ends, others)
     field = never_raises(field)
+    field = turn_end_closes(field, ends, t.section_end)
     # A call with no close marker of its own ends at the next call or at the turn's end, which engines strip.
     if not t.call_end.strip() and not t.section_end.strip():
         # (text after the arguments closes the call only where it is content: not where content is a wrapped field)
