@@ -776,3 +776,22 @@ def test_a_turn_end_token_inside_a_value_stays_the_values():
     """Only where it ends the text: a token quoted inside a value, more of the value after it, stays there."""
     text = "<tool_call>\n<function=echo>\n<parameter=text>\nsay <|im_end|> twice\n</parameter>\n</function>\n</tool_call>"
     assert _calls(_parse("function-in-wrapper", text)) == [("echo", {"text": "say <|im_end|> twice"})]
+
+
+@pytest.mark.parametrize("value", [
+    "def f():\n    # see <parameter=path>...</parameter> in the docs\n    return '<parameter=path>x</parameter>'",
+    '{"hint": "use <parameter=name>val</parameter>"}',
+])
+def test_a_value_that_writes_the_formats_own_tags_keeps_them(value):
+    """A value (code, a hint) holding ``<parameter=…>…</parameter>`` itself: a close tag followed by more of the
+    value is the value's own, only one the next key's tag, a closing tag or the call's end follows closes it."""
+    text = f"<tool_call>\n<function=edit>\n<parameter=text>\n{value}\n</parameter>\n<parameter=path>\na.py\n</parameter>\n</function>\n</tool_call>"
+    assert _calls(_parse("function-in-wrapper", text)) == [("edit", {"text": value, "path": "a.py"})]
+
+
+@pytest.mark.parametrize("text, args", [
+    ("<tool_call>\n<function=f>\n<parameter=a>\n1\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>", {"a": "1", "b": "2"}),  # a close left out
+    ("<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n</tool_call>", {"a": "x"}),  # the call's close left out
+])
+def test_a_value_close_left_out_still_ends_the_value(text, args):
+    assert _calls(_parse("function-in-wrapper", text)) == [("f", args)]

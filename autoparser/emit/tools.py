@@ -451,12 +451,17 @@ def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
     A value whose end tag the model left out ends where the next argument's tag begins (``kp``, the key's
     opening tag: ``<parameter=city>\nDallas\n<parameter=state>``; vLLM's Qwen3-Coder and Step 3.5 parsers
     read it so), not only where the call's text ends; a value that writes a whole key tag itself is cut there."""
-    nxt = rf"|\n?(?={kp})" if kp else ""
-    end = r"(?:" + vs_re + nxt + r"|\s*\Z)"
+    # A close tag inside the value (code that writes ``<parameter=path>…</parameter>``) is the value's own: the
+    # value's close is one that the next key's tag, another closing tag (the call's, its section's, when the
+    # call's is left out), a special token or the call's end follows, and a close left out ends the value
+    # where the next key's tag starts a line (mlx-lm's Qwen3-Coder parser reads both).
+    then = rf"(?=\s*(?:{kp}|</|<\||<｜|\Z))" if kp else ""
+    nxt = rf"|\n(?={kp})" if kp else ""
+    end = r"(?:" + vs_re + then + nxt + r"|\s*\Z)"
     value = r"(?P<value>.*?)"
     if ks.endswith("\n") or vs.startswith("\n") or not (ks_re.endswith(r"\n?") and vs_re.startswith(r"\n?")):
         return ks_re + _cdata(vs, value) + end
-    bare_end = r"(?:" + vs_re[len(r"\n?"):] + nxt + r"|\s*\Z)"
+    bare_end = r"(?:" + vs_re[len(r"\n?"):] + then + nxt + r"|\s*\Z)"
     # a CDATA section (``_cdata``) first, with a newline on either side
     cdata = r"\n?<!\[CDATA\[(?P<value>.*?)\]\]>\n?" + bare_end + "|" if vs.strip().startswith("</") else ""
     return ks_re[: -len(r"\n?")] + rf"(?:{cdata}\n{value}\n{bare_end}|{value}{bare_end})"
