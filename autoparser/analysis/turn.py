@@ -28,6 +28,7 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     # A worded tag that follows the content whether the turn ends there or calls follow it closes the
     # content, not the turn (Kimi K3's ``<|close|>response<|sep|>`` before ``<|open|>tools<|sep|>`` as
     # before ``<|close|>message<|sep|><|end_of_msg|>``): the turn's end is looked for after it.
+    whole = last
     tag = worded_tag(last)
     beside = _after(pr.try_render(user + [assistant(calls=[call()])]) or "", CONTENT) if tag else ""
     skip = len(tag) + len(last) - len(last.lstrip()) if tag and beside.lstrip().startswith(tag) else 0
@@ -50,7 +51,6 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
         cut = len(mid)
         # Not into what also ends the last turn, when the next turn only adds its opener: the opener of the
         # first user turn may end with the close of a system message before it, spelt as the assistant's.
-        whole = _after(pr.render(user + [assistant()]), CONTENT)
         for i in range(len(whole) if whole.strip() and mid.startswith(whole) else 0, len(mid)):
             if opener.endswith(mid[i:]) and mid[i:].strip():
                 cut = i

@@ -654,8 +654,7 @@ def _tagged_separated(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
 
 def turn_end_closes(field: dict, ends: list[str], section_end: str = "") -> dict:
     r"""A call whose close never came (cut off, or the model ended its turn inside it) ends where the turn's
-    end token ends the text (``<parameter=q>
-weather<|im_end|>``, ``{"city":<｜end▁of▁sentence｜>``): an engine
+    end token ends the text (``<parameter=q>\nweather<|im_end|>``, ``{"city":<｜end▁of▁sentence｜>``): an engine
     that keeps special tokens leaves the token there, which is no part of any argument. Only at the end of the
     text (``\Z`` in the lookahead, so a stream decides at its end): a token written inside a value and followed
     by more of it stays the value's (Ollama's glimmer tests quote ``<|eot|>`` in an argument). Likewise, anywhere,
