@@ -632,3 +632,15 @@ def test_a_calls_close_written_twice_is_no_text(name, text, calls, content):
     assert p.finalize()[0] == one
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in one.get("tool_calls") or []] == calls
     assert one.get("content") == content
+
+
+def test_a_turn_end_seen_only_between_turns_is_found_whole():
+    """The turn's end is rendered only before the next user turn, whose opener (``<|user_start|>``) follows a
+    system close that also ends ``>``: the tail shared with that opener (``><|user_start|>``) began inside the
+    assistant's end marker and cut it in half, so no end was found and ``<|assistant_end|>`` came back as content."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "end-between-turns.jinja").read_text(encoding="utf-8"))
+    assert "<|assistant_end|>" in res.analysis.turn.end_markers
+    for msg in both(res.template, "Hello there.<|assistant_end|>"):
+        assert msg.get("content") == "Hello there.", msg

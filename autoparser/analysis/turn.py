@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import regex as re
 
-from .diff import MARKER, markers, prefix_len, worded_tag
+from .diff import MARKER, _marker_spans, markers, prefix_len, worded_tag
 from ..errors import AnalysisError, TemplateError
 from .probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Reasoning, Turn
@@ -51,8 +51,11 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
         cut = len(mid)
         # Not into what also ends the last turn, when the next turn only adds its opener: the opener of the
         # first user turn may end with the close of a system message before it, spelt as the assistant's.
+        # A tail starts on a marker's edge, never inside one: ``><|user_start|>`` also ends the opener when a
+        # marker before it ends ``>`` too, which cut ``<|assistant_end|>`` in half (no marker was left).
+        spans = _marker_spans(mid)
         for i in range(len(whole) if whole.strip() and mid.startswith(whole) else 0, len(mid)):
-            if opener.endswith(mid[i:]) and mid[i:].strip():
+            if opener.endswith(mid[i:]) and mid[i:].strip() and not any(s < i < e for s, e in spans):
                 cut = i
                 break
         mid = mid[skip:]
