@@ -795,3 +795,17 @@ def test_a_value_that_writes_the_formats_own_tags_keeps_them(value):
 ])
 def test_a_value_close_left_out_still_ends_the_value(text, args):
     assert _calls(_parse("function-in-wrapper", text)) == [("f", args)]
+
+
+@pytest.mark.parametrize("text, calls, content", [
+    ('[CALL]a[ARGS]{"x": 1}b[ARGS]{"y": {"z": [2]}}', [("a", {"x": 1}), ("b", {"y": {"z": [2]}})], ""),  # the second opener left out
+    ('[CALL]a[ARGS]{"x": 1}[CALL]b[ARGS]{"y": 2}', [("a", {"x": 1}), ("b", {"y": 2})], ""),  # as rendered
+    ('[CALL]a[ARGS]{"note": "x}b[ARGS]{"}', [("a", {"note": "x}b[ARGS]{"})], ""),  # inside a string: no call
+    ('[CALL]a[ARGS]{"x": 1}\nDone.', [("a", {"x": 1})], "Done."),
+])
+def test_a_later_call_may_leave_out_its_opener(text, calls, content):
+    """Each call opens with the opener then ``NAME[ARGS]``; a model writing several calls may write the opener once
+    (mlx-lm's Mistral parser reads ``[TOOL_CALLS]a[ARGS]{…}b[ARGS]{…}`` as two calls): a name and the marker right
+    after a call's ``}`` open the next one. Before, the second call came back inside the first one's arguments."""
+    msg = _parse("bracket-no-close", text)
+    assert _calls(msg) == calls and (msg.get("content") or "") == content, msg

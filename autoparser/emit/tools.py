@@ -488,6 +488,24 @@ def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
     return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
 
 
+def _call_again_after_arguments(t: Tools) -> tuple[str, str] | None:
+    r"""A later call written right after the previous call's JSON arguments without the opener the template writes
+    before each call, as its name and the marker after the name: Mistral's ``[TOOL_CALLS]a[ARGS]{…}b[ARGS]{…}``
+    (mlx-lm's Mistral parser reads both calls). (an open alternative, a close alternative) where each call is an
+    opener marker, the name, then a marker before JSON arguments, with no close of the call's or a section's:
+    the call closes, zero-width, after a ``}`` that a name, that marker and ``{`` follow and that ends a whole JSON
+    value written since the marker (so a ``}b[ARGS]{`` inside a string closes nothing), and the next opens on the
+    name there (a lookbehind to the ``}``). Before, the second call was read into the first one's arguments,
+    which came back as text."""
+    opener, marker = t.call_start.strip(), t.name_suffix.strip()
+    if (t.arguments.kind != "json" or t.section_start.strip() or t.section_end.strip() or t.call_end.strip() or t.call_separator.strip()
+            or not MARKER.fullmatch(opener) or not MARKER.fullmatch(marker)):
+        return None
+    name = r"[\w.\-/]+"
+    after = rf"(?=\s*{name}\s*{esc(marker)}\s*\{{)"
+    return (rf"(?<=[}}])\s*(?P<name>{name})\s*{esc(marker)}(?=\s*\{{)", rf"(?<=[}}]){after}(?<={esc(marker)}\s*{nested_value()})")
+
+
 def _named_twice(header: str, others: list[str]) -> str:
     """A header that writes the call's name twice, as a recipient and again in the call's own element
     (``to=f<|message|><atem:invoke name="f">``, a backreference in the analysis' header): the element names
@@ -696,4 +714,8 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
         field = value_ends_text(field, NEW_LINE_TEXT if a.content.mode != "ALWAYS_WRAPPED" else "")
     elif t.format == "JSON_NATIVE" and (t.shared_start or t.array_wrapped) and markers(t.call_start.strip()) and markers(t.call_end.strip()):
         field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "", [e.strip() for e in ends if e.strip()])
+    # (after ``value_ends_text``, which reads back over the opener: this one's is a lookbehind)
+    again = _call_again_after_arguments(t) if "close_pattern" in field else None
+    if again:
+        field = {**field, "open_pattern": field["open_pattern"] + "|" + again[0], "close_pattern": field["close_pattern"] + "|" + again[1]}
     return field, warnings + w
