@@ -809,3 +809,15 @@ def test_a_later_call_may_leave_out_its_opener(text, calls, content):
     after a call's ``}`` open the next one. Before, the second call came back inside the first one's arguments."""
     msg = _parse("bracket-no-close", text)
     assert _calls(msg) == calls and (msg.get("content") or "") == content, msg
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>', "<tools>\n\n</tools>"),
+    ('<function_call> {"name": "get_weather", "arguments": {"city": "Paris"}} </function_call>', "<function_call>\n\n</function_call>"),
+])
+def test_a_call_object_in_a_wrapper_the_template_does_not_write_ends_at_its_end_tag(text, content):
+    """A bare call object inside another wrapper (``<tools>``, ``<function_call>``: llama.cpp's Hermes 2 Pro cases): the
+    object's ``}`` followed by a whole end tag ends the call (no JSON goes on with ``<``), and the wrapper stays
+    content. Before, the arguments ran to the end of the text and came back as text with the ``}`` and the tag."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg.get("content") == content, msg

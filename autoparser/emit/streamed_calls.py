@@ -248,7 +248,9 @@ def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str,
     shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
     # (what may follow the object's ``}`` right after the arguments, and the keys after them: the caller writes
     # that look once before all of them; the function tag's close is ``FUNCTION_TAG_CLOSE``)
-    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})"]
+    # A whole end tag right after the object (``{…}}\n</tool_call>``, ``</tools>``: a wrapper the template does not write,
+    # Hermes-style) ends the call too: after a value's ``}`` no JSON goes on with ``<``. Whole, so a stream waits for it.
+    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})", r"\s*(?=</[A-Za-z][\w:.\-]{0,64}>)"]
     return shaped_open, shaped_close
 
 
