@@ -821,3 +821,10 @@ def test_a_call_object_in_a_wrapper_the_template_does_not_write_ends_at_its_end_
     content. Before, the arguments ran to the end of the text and came back as text with the ``}`` and the tag."""
     msg = _parse("chatml-think", text)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg.get("content") == content, msg
+
+
+def test_a_markerless_call_object_in_a_wrapper_ends_at_its_end_tag():
+    """The same where the template's calls have no marker at all (a JSON run, Llama 3.x style): a model that wraps
+    its call in ``<tool_call>`` anyway gets the call with clean arguments, the wrapper as content."""
+    msg = _parse("json-bare", '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>')
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and "</tool_call>" in msg.get("content", ""), msg

@@ -108,6 +108,10 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 # one at the same place. A line that starts with ``<``, ``[`` or a backtick after such a call is no close (the text's
 # end or a closer ends it); nor one that starts with ``{`` (the next call of a run, which another close takes).
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
+# A whole end tag after a call object's ``}`` (``</tools>``, ``</tool_call>`` around a bare call where the template writes
+# no such wrapper): no JSON value goes on with ``<``, and the tag must be whole, so a stream waits for it and a close
+# that consumes the template's own tag, longer at the same place, wins.
+END_TAG_AHEAD = r"\s*(?=</[A-Za-z][\w:.\-]{0,64}>)"
 
 
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
@@ -216,6 +220,8 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
                           rf"|{obj_end}{arr_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;<{lead_first}])|{obj_end}{arr_end}(?=[ \t]+[A-Z])"
                           # (a fence's end after the call, on its own line, then text: the fence is the call's)
                           rf"|{obj_end}{arr_end}\s*```[ \t]*"
+                          # (a whole end tag after the object: a wrapper the template does not write, ``</tool_call>``)
+                          rf"|{obj_end}{arr_end}{END_TAG_AHEAD}"
                           rf"|{FUNCTION_TAG_CLOSE}"),
         "repeats": True,
         "content": "json",
