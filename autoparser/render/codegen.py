@@ -163,7 +163,15 @@ class _CodeGenerator(CodeGenerator):
                 self.writeline(f"{id_map[name]} = environment.{kind}[{name!r}]")
 
     def _output_child_to_const(self, node, frame, finalize):
-        if not isinstance(node, jinja2.nodes.TemplateData):
+        # Template text, and a literal printed as it is (``{{- '<|im_start|>' }}``, most of a chat template's
+        # output): what the render would print, worked out here as jinja does for it (the literal through the
+        # sandbox's ``finalize``, which gives it back unchanged), so it joins the text around it in one
+        # ``yield``. Anything else is computed at render time, under the budget and the guards.
+        if type(node) is jinja2.nodes.Const:
+            eval_ctx = frame.eval_ctx
+            if eval_ctx.volatile or eval_ctx.autoescape or type(node.value) not in _ATOMS or type(node.value) is str and len(node.value) > MAX_OUTPUT:
+                raise jinja2.nodes.Impossible()
+        elif not isinstance(node, jinja2.nodes.TemplateData):
             raise jinja2.nodes.Impossible()
         return super()._output_child_to_const(node, frame, finalize)
 
