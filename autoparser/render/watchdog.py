@@ -20,12 +20,13 @@ from ..errors import TemplateError
 MAX_GROWTH = 512 << 20  # bytes of resident memory a render may add
 TIME_BUDGET = float(os.environ.get("AUTOPARSER_TIME_BUDGET", "2.0"))  # seconds, for a compile, a lone render or one analysis
 
-# A running budget is looked at every POLL seconds, the first time FIRST_CHECK after it starts. Each look
-# takes the interpreter lock from the thread it watches; looking at every budget from its start, every 5 ms,
-# cost a cold infer 6% of its CPU time (an infer opens a dozen budgets of 1-15 ms, and each woke the watchdog,
-# which then took the lock back and forth with the render). Most budgets end before their first look; one that
-# runs on is looked at as often as before, so a deadline still fires within POLL of passing (every budget is
-# 0.1 s or more), and memory growth is first measured 20 ms in (the guards bound what any single step allocates).
+# A running budget is looked at every POLL seconds, the first time FIRST_CHECK after it starts. A look needs
+# the interpreter lock, which the watchdog then waits for and wrests from the watched thread (on every
+# release a regex search makes): looking at every budget from its start cost a cold infer 3-4% of its CPU
+# time, its dozen budgets of 1-15 ms each waking the watchdog (0.85 ms of its thread's CPU per infer; 0.05
+# now). Most budgets end before their first look; one that runs on is looked at as often as before, so a
+# deadline still fires within POLL of passing (every budget is 0.1 s or more), and memory growth is first
+# measured 50 ms in (the guards bound what any single step allocates; MAX_GROWTH is a backstop).
 POLL = 0.005
 FIRST_CHECK = 0.05
 
