@@ -110,8 +110,9 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 # A whole end tag after a call object's ``}`` (``</tools>``, ``</tool_call>`` around a bare call where the template writes
 # no such wrapper): no JSON value goes on with ``<``, and the tag must be whole, so a stream waits for it and a close
-# that consumes the template's own tag, longer at the same place, wins.
-END_TAG_AHEAD = r"\s*(?=</[A-Za-z][\w:.\-]{0,64}>)"
+# that consumes the template's own tag, longer at the same place, wins. Not ``</function>``: a function tag's object is
+# the arguments themselves (``FUNCTION_TAG``), whose last ``}`` is no call object's.
+END_TAG_AHEAD = r"\s*(?=</(?!function>)[A-Za-z][\w:.\-]{0,64}>)"
 
 
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
