@@ -122,8 +122,9 @@ def diff(a: str, b: str) -> Diff:
     return Diff(a[:p], a[p : len(a) - s], b[p : len(b) - s], a[len(a) - s :])
 
 
-SPECIAL_TOKEN = r"<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>"  # a pipe-delimited token, ASCII or full-width
+SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"  # a pipe-delimited token, ASCII or full-width (the emitter's too)
 _WORDED = re.compile(rf"\s*((?:{SPECIAL_TOKEN})[A-Za-z_]\w*(?:{SPECIAL_TOKEN}))")
+_GLUED_HEADER = _stdlib_re.compile(rf"(?:{SPECIAL_TOKEN})[A-Za-z_]\w*$")
 
 
 def worded_tag(text: str) -> str:
@@ -132,6 +133,14 @@ def worded_tag(text: str) -> str:
     shares (the reasoning's ``<|close|>think<|sep|>`` too)."""
     m = _WORDED.match(text)
     return m.group(1) if m else ""
+
+
+def shared_lead(key_prefix: str, value_suffix: str) -> str:
+    """The marker a tagged value's close ends with and the next key's prefix begins with, which the template
+    writes once between two arguments (Kimi K3's ``…<|close|>argument<|sep|><|open|>argument key=…``), or "":
+    the emitter lets the next key begin right after the close, the grammar gives the marker to the next tag."""
+    lead = MARKER.match(key_prefix)
+    return lead.group(0) if lead and value_suffix.endswith(lead.group(0)) and value_suffix != lead.group(0) else ""
 
 
 def markers(text: str) -> list[str]:
@@ -157,7 +166,7 @@ def one_word_apart(a: str, b: str) -> tuple[str, str, str, str] | None:
 _WORD_CHAR = _stdlib_re.compile(r"\w")
 _WORD = _stdlib_re.compile(r"\w+")
 _WS = _stdlib_re.compile(r"\s+")
-_GLUED_HEADER = _stdlib_re.compile(r"(?:<\|[^|<>\s]+\|>|<｜[^｜<>\s]+｜>)[A-Za-z_]\w*$")
+
 
 
 def glued_header(prompt: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 
 import regex as re
 
-from .diff import MARKER
+from .diff import shared_lead
 from .model import Analysis
 from ..errors import AutoparserError
 
@@ -218,10 +218,9 @@ def layout(a: Analysis, *, reasoning_open: bool | None = None) -> Layout:
         # A value's close that ends with the marker the key prefix begins with writes that marker once between two
         # arguments (Kimi K3's ``…<|close|>argument<|sep|><|open|>argument key=…``): it is the next tag's, which the
         # call's end also begins with (``<|sep|><|close|>call``), so a grammar writes it once.
-        lead = MARKER.match(args.key_prefix)
-        vs = kv["value_suffix"]
-        if lead and vs.endswith(lead.group(0)) and vs != lead.group(0) and call_end and not call_end.startswith(lead.group(0)):
-            kv["value_suffix"], call_end = vs[: -len(lead.group(0))], lead.group(0) + call_end
+        lead = shared_lead(args.key_prefix, kv["value_suffix"])
+        if lead and call_end and not call_end.startswith(lead):
+            kv["value_suffix"], call_end = kv["value_suffix"][: -len(lead)], lead + call_end
     kind = "pythonic" if pythonic else "tagged_dialect" if dialect else "tagged_json" if args.kind == "json" else "tagged_kv"
     return Layout(kind, trigger=trigger, section_start=section,
                   section_end=_upto_turn_end(t.section_end.strip(), ends), call_end=call_end,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import regex as re
 
-from ..analysis.diff import MARKER
+from ..analysis.diff import MARKER, SPECIAL_TOKEN
 
 
 def then_space(*alternatives: str) -> str:
@@ -132,8 +132,7 @@ def flex_pattern(pattern: str) -> str:
 NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
 ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's arguments key
 
-_SPECIAL_TOKEN = r"<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>"
-SPECIAL = re.compile(_SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
+SPECIAL = re.compile(SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 
 
 def without_groups(pattern: str) -> str:

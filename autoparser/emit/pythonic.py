@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.diff import markers
 from ..analysis.model import Tools
-from .markers import _SPECIAL_TOKEN, ARGS_KEYS, NAME, _call_transform, _flex
+from .markers import SPECIAL_TOKEN, ARGS_KEYS, NAME, _call_transform, _flex
 
 
 # Python literals for the pythonic argument grammar: quoted strings, bracketed lists/dicts matched
@@ -125,7 +125,7 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         # A list with no marker of its own may be wrapped in special tokens the template never writes
         # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
         # before the list is the open's, one after it the close's, so neither is left in content.
-        token = "" if markers(sec) else rf"(?:(?:{_SPECIAL_TOKEN})\s*)?"
+        token = "" if markers(sec) else rf"(?:(?:{SPECIAL_TOKEN})\s*)?"
         # A later call opens right where the previous call's close (which takes the separator) left the parser
         # (``\G``): a bounded look, where a lookbehind to the section's start re-read the section for every
         # call (quadratic in the calls). In prose, the parser never stops between ``), `` and a name: the
@@ -162,4 +162,4 @@ def token_after_list(t: Tools) -> str | None:
     sec, sec_end = t.section_start.strip(), t.section_end.strip()
     if t.arguments.kind != "pythonic" or not sec or not sec_end or markers(sec) or markers(sec_end):
         return None
-    return rf"(?:{_SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{_SPECIAL_TOKEN}))"
+    return rf"(?:{SPECIAL_TOKEN})(?<={re.escape(sec_end[-1])}\s{{0,64}}(?:{SPECIAL_TOKEN}))"

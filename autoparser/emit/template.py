@@ -26,7 +26,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .markers import SPECIAL, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
+from .markers import SPECIAL_TOKEN, SPECIAL, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -310,7 +310,7 @@ def tokens_then_text(a: Analysis) -> str:
     character after the tokens."""
     seen = sorted(set(SPECIAL.findall(repr(a))))
     known = f"(?!{'|'.join(map(re.escape, seen))})" if seen else ""
-    token = rf"{known}(?:<\|[^<>|\s]+\|>|<｜[^<>｜\s]+｜>)"
+    token = rf"{known}(?:{SPECIAL_TOKEN})"
     return rf"(?:{token}\s*+)+(?:[^\s<]|<[^|｜\s])"
 
 

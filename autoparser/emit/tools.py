@@ -6,7 +6,7 @@ from __future__ import annotations
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from ..analysis.diff import MARKER, markers, one_word_apart
+from ..analysis.diff import MARKER, markers, one_word_apart, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import ARGS_KEYS, NAME, SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
@@ -382,17 +382,17 @@ def _typed_value_parser(vs: str, opener: str = ">") -> dict:
     return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
 
 
-def _shared_lead(kp: str, vs: str) -> str:
+def _key_prefix_pattern(kp: str, vs: str) -> str:
     r"""The key prefix's pattern. Where the value's close ends with the marker the key prefix begins with, the
     template writes that marker once between two arguments (Kimi K3: ``…<|close|>argument<|sep|><|open|>argument
     key=…``, one ``<|sep|>``): the value's close consumes it, so the next key also begins right after it (a
     lookbehind: the parser's search for the next pair starts past the close). Before, every second argument
     was lost."""
-    lead = MARKER.match(kp)
-    if not lead or not vs.endswith(lead.group(0)) or vs == lead.group(0):
+    lead = shared_lead(kp, vs)
+    if not lead:
         return _flex(kp)
-    m = esc(lead.group(0))
-    return rf"(?:{m}|(?<={m}))" + _flex(kp[lead.end():])
+    m = esc(lead)
+    return rf"(?:{m}|(?<={m}))" + _flex(kp[len(lead):])
 
 
 def _args_tagged(t: Tools) -> bool:
@@ -615,7 +615,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         field["content"] = "xml-inline"
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
-        key_re = _shared_lead(a.key_prefix.strip(), vs.strip()) + r"(?P<key>[^<>\"\n=]+?)"
+        key_re = _key_prefix_pattern(a.key_prefix.strip(), vs.strip()) + r"(?P<key>[^<>\"\n=]+?)"
         typed = _typed_by_attribute(ks, vs, a.typed_key_suffix)
         if typed:
             field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed[0]}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs, typed[1])}
