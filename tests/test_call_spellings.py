@@ -812,19 +812,42 @@ def test_a_later_call_may_leave_out_its_opener(text, calls, content):
 
 
 @pytest.mark.parametrize("text, content", [
-    ('<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>', "<tools>\n\n</tools>"),
-    ('<function_call> {"name": "get_weather", "arguments": {"city": "Paris"}} </function_call>', "<function_call>\n\n</function_call>"),
+    ('<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>', ""),
+    ('<tool>\n  {"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool><|im_end|>', ""),
+    ('<function_call> {"name": "get_weather", "arguments": {"city": "Paris"}} </function_call>', ""),
+    ('```xml\n<response>\n    {"name": "get_weather", "arguments": {"city": "Paris"}}\n</response>\n```', ""),
+    ('```json\n\n  <function_call> {"name": "get_weather", "arguments": {"city": "Paris"}} \n  </function_call> \n``` ', ""),
+    ('Let me check.\n<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>\nDone.', "Let me check.\n\nDone."),
+    ('<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>\n`inline` code', "`inline` code"),
+    ('<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools> Done.', "Done."),
 ])
-def test_a_call_object_in_a_wrapper_the_template_does_not_write_ends_at_its_end_tag(text, content):
-    """A bare call object inside another wrapper (``<tools>``, ``<function_call>``: llama.cpp's Hermes 2 Pro cases): the
-    object's ``}`` followed by a whole end tag ends the call (no JSON goes on with ``<``), and the wrapper stays
-    content. Before, the arguments ran to the end of the text and came back as text with the ``}`` and the tag."""
+def test_a_call_object_in_a_wrapper_the_template_does_not_write_is_read_with_its_wrapper(text, content):
+    """A bare call object inside another wrapper (``<tools>``, ``<tool>``, ``<function_call>``, a fenced ``<response>``:
+    llama.cpp's Hermes 2 Pro cases): the object describes itself, so the tag around it (and a fence around that) is the
+    call's markup, consumed by the call's open and close, never content (llama.cpp drops it too). Before, the call was
+    read but the tags stayed in content; before that, the arguments ran to the end of the text."""
     msg = _parse("chatml-think", text)
-    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg.get("content") == content, msg
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and (msg.get("content") or "") == content, msg
 
 
-def test_a_markerless_call_object_in_a_wrapper_ends_at_its_end_tag():
+def test_a_markerless_call_object_in_a_wrapper_is_read_with_its_wrapper():
     """The same where the template's calls have no marker at all (a JSON run, Llama 3.x style): a model that wraps
-    its call in ``<tool_call>`` anyway gets the call with clean arguments, the wrapper as content."""
+    its call in ``<tool_call>`` anyway gets the call with clean arguments, and no wrapper left in content."""
     msg = _parse("json-bare", '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>')
-    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and "</tool_call>" in msg.get("content", ""), msg
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and not msg.get("content"), msg
+
+
+VUE = '<div>{{name}}</div>\n<p>{{ n }}</p> and <b>{{ x }}</b> more'
+
+
+@pytest.mark.parametrize("name, text", [
+    ("chatml-think", '<tool_call>\n{"name": "write", "arguments": {"path": "a.vue", "content": ' + json.dumps(VUE) + '}}\n</tool_call>'),
+    ("json-bare", '{"name": "write", "parameters": {"path": "a.vue", "content": ' + json.dumps(VUE) + '}}'),
+])
+def test_an_end_tag_inside_a_string_argument_does_not_end_the_call(name, text):
+    """A string argument holding ``}}`` then an end tag (a Vue or Jinja file a coding agent writes) is no wrapper's
+    close: a wrapper's end tag ends its line, the text or stands before a special token, and a raw newline never
+    stands inside a JSON string. Before, the call split there: its arguments came back as the text up to ``{{name}``
+    and the rest of the string as content."""
+    msg = _parse(name, text)
+    assert _calls(msg) == [("write", {"path": "a.vue", "content": VUE})] and not msg.get("content"), msg

@@ -10,7 +10,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from .guard import _W, _Dialect, never_raises
 from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
-from .tools import ARGS_KEYS, END_TAG_AHEAD, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
+from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
@@ -248,7 +248,7 @@ def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str,
     shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
     # (what may follow the object's ``}`` right after the arguments, and the keys after them: the caller writes
     # that look once before all of them; the function tag's close is ``FUNCTION_TAG_CLOSE``)
-    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})", END_TAG_AHEAD]
+    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})", END_TAG]
     return shaped_open, shaped_close
 
 

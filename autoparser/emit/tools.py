@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers, one_word_apart, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, NAME, SPECIAL, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
+from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
 
 
@@ -93,7 +93,11 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
     return field, warnings  # made safe by ``tool_field`` (``never_raises``), after a dialect's delimiters are known
 
 
-FENCE_OPEN = r"(?:```(?:json)?[ \t]*\n?\s*)?"  # a markdown fence before a bare JSON call
+# A markdown fence before a bare JSON call, then an element the model wraps the call object in where the template
+# writes none (``<tools>``, ``<tool>``, ``<response>``, ``<function_call>``, a fenced ```` ```xml ````): the object
+# describes itself, so the tag around it is the call's markup, not text (llama.cpp's Hermes 2 Pro parser drops
+# these wrappers). Not ``<function…>``, whose name is the call's own (``FUNCTION_TAG``).
+FENCE_OPEN = r"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:<(?!function[\s=>])[A-Za-z][\w:.\-]{0,64}>\s*)?"
 
 # A JSON call written as a function tag around its arguments: ``<function=f>{…}</function>`` (the custom-tool spelling
 # Meta's Llama 3.1 model card documents), ``<function name="f">{…}</function>`` (llama.cpp's Hermes 2 Pro parser reads
@@ -109,10 +113,20 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 # end or a closer ends it); nor one that starts with ``{`` (the next call of a run, which another close takes).
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 # A whole end tag after a call object's ``}`` (``</tools>``, ``</tool_call>`` around a bare call where the template writes
-# no such wrapper): no JSON value goes on with ``<``, and the tag must be whole, so a stream waits for it and a close
-# that consumes the template's own tag, longer at the same place, wins. Not ``</function>``: a function tag's object is
-# the arguments themselves (``FUNCTION_TAG``), whose last ``}`` is no call object's.
-END_TAG_AHEAD = r"\s*(?=</(?!function>)[A-Za-z][\w:.\-]{0,64}>)"
+# no such wrapper): the wrapper's close, consumed with a fence's end after it (``FENCE_OPEN``). Only where the tag ends
+# the line, the text, stands before a special token or before text with no quote on the rest of its line: a raw
+# newline never stands inside a JSON string (a string that held the tag would close on the same line), so
+# ``"<div>{{name}}</div>\n"`` in a string argument (a Vue file a coding agent writes) is no close, where a tag alone
+# was (the call split inside its string). A stream waits for the line's next character (a fence's end is the
+# wrapper's). Not ``</function>``: a function tag's object is the arguments themselves (``FUNCTION_TAG``), whose last
+# ``}`` is no call object's. The template's own close, earlier in the alternation at the same place, wins.
+_TOKEN_AFTER = rf"[ \t]*(?:{SPECIAL_TOKEN})"
+END_TAG = (r"\s*</(?!function>)[A-Za-z][\w:.\-]{0,64}>"
+           rf"(?:\s*```[ \t]*(?=\s*(?:\n|\Z|{SPECIAL_TOKEN}))|[ \t]*(?=\n\s*(?:[^\s`]|`(?:[^`]|`[^`])))|\s*\Z|(?={_TOKEN_AFTER})"
+           # text after it on its line, with no quote before the line's end: a string the tag stood in would close there
+           # (text characters only: no control character stands in a line of text, nor in a JSON string, and a stream
+           # waits for the line's end, which a look for a character that is none never finds early)
+           rf"|[ \t]*(?=[^\s\"`\x00-\x1f][^\n\"\x00-\x08\x0b-\x1f]*(?:\n|\Z)))")
 
 
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
@@ -222,7 +236,7 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
                           # (a fence's end after the call, on its own line, then text: the fence is the call's)
                           rf"|{obj_end}{arr_end}\s*```[ \t]*"
                           # (a whole end tag after the object: a wrapper the template does not write, ``</tool_call>``)
-                          rf"|{obj_end}{arr_end}{END_TAG_AHEAD}"
+                          rf"|{obj_end}{arr_end}{END_TAG}"
                           rf"|{FUNCTION_TAG_CLOSE}"),
         "repeats": True,
         "content": "json",
