@@ -819,7 +819,6 @@ def test_a_later_call_may_leave_out_its_opener(text, calls, content):
     ('```json\n\n  <function_call> {"name": "get_weather", "arguments": {"city": "Paris"}} \n  </function_call> \n``` ', ""),
     ('Let me check.\n<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>\nDone.', "Let me check.\n\nDone."),
     ('<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>\n`inline` code', "`inline` code"),
-    ('<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools> Done.', "Done."),
 ])
 def test_a_call_object_in_a_wrapper_the_template_does_not_write_is_read_with_its_wrapper(text, content):
     """A bare call object inside another wrapper (``<tools>``, ``<tool>``, ``<function_call>``, a fenced ``<response>``:

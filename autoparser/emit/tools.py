@@ -114,19 +114,17 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 # A whole end tag after a call object's ``}`` (``</tools>``, ``</tool_call>`` around a bare call where the template writes
 # no such wrapper): the wrapper's close, consumed with a fence's end after it (``FENCE_OPEN``). Only where the tag ends
-# the line, the text, stands before a special token or before text with no quote on the rest of its line: a raw
-# newline never stands inside a JSON string (a string that held the tag would close on the same line), so
+# its line or the text, or stands before a special token: a raw newline never stands inside a JSON string, so
 # ``"<div>{{name}}</div>\n"`` in a string argument (a Vue file a coding agent writes) is no close, where a tag alone
-# was (the call split inside its string). A stream waits for the line's next character (a fence's end is the
-# wrapper's). Not ``</function>``: a function tag's object is the arguments themselves (``FUNCTION_TAG``), whose last
-# ``}`` is no call object's. The template's own close, earlier in the alternation at the same place, wins.
-_TOKEN_AFTER = rf"[ \t]*(?:{SPECIAL_TOKEN})"
+# was (the call split inside its string). Each alternative decides on characters that arrived, or ends at the text's
+# end: the engines' vendored parser (transformers before 5.24) commits at once a match that does not end at the
+# buffer's edge, so a look that waited for a line's end with no quote on it would close inside a string still
+# arriving there. A stream waits for the next line's first character (a fence's end there is the wrapper's). Not
+# ``</function>``: a function tag's object is the arguments themselves (``FUNCTION_TAG``), whose last ``}`` is no call
+# object's. The template's own close, earlier in the alternation at the same place, wins.
 END_TAG = (r"\s*</(?!function>)[A-Za-z][\w:.\-]{0,64}>"
-           rf"(?:\s*```[ \t]*(?=\s*(?:\n|\Z|{SPECIAL_TOKEN}))|[ \t]*(?=\n\s*(?:[^\s`]|`(?:[^`]|`[^`])))|\s*\Z|(?={_TOKEN_AFTER})"
-           # text after it on its line, with no quote before the line's end: a string the tag stood in would close there
-           # (text characters only: no control character stands in a line of text, nor in a JSON string, and a stream
-           # waits for the line's end, which a look for a character that is none never finds early)
-           rf"|[ \t]*(?=[^\s\"`\x00-\x1f][^\n\"\x00-\x08\x0b-\x1f]*(?:\n|\Z)))")
+           rf"(?:\s*```[ \t]*(?=\s*(?:\n|\Z|{SPECIAL_TOKEN}))|[ \t]*(?=\n\s*(?:[^\s`]|`(?:[^`]|`[^`])))|\s*\Z"
+           rf"|(?=[ \t]*(?:{SPECIAL_TOKEN})))")
 
 
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
