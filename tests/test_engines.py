@@ -150,3 +150,40 @@ def test_sglang_engine_check(capsys):
     tot = _engine_totals(capsys.readouterr().out)
     assert tot["grammars compiled"] == (4, 4), tot
     assert all(a == b and b for a, b in tot.values()), tot
+
+
+_VUE = '<div>{{name}}</div>\n<p>{{ n }}</p> and <b>{{ x }}</b> more'
+_WRAPPED = [  # (template, text, the calls' (name, arguments), the content)
+    ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+     '```xml\n<response>\n    {"name": "get_weather", "arguments": {"city": "Paris"}}\n</response>\n```', [("get_weather", {"city": "Paris"})], ""),
+    ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+     'Let me check.\n<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools>\nDone.', [("get_weather", {"city": "Paris"})],
+     "Let me check.\n\nDone."),
+    ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+     '<tool_call>\n{"name": "write", "arguments": {"content": ' + json.dumps(_VUE) + '}}\n</tool_call>', [("write", {"content": _VUE})], ""),
+    ("meta-llama-Llama-3.1-8B-Instruct",
+     '{"name": "write", "parameters": {"content": ' + json.dumps(_VUE) + '}}', [("write", {"content": _VUE})], ""),
+]
+
+
+@pytest.mark.parametrize("module", ["vllm.parser.chat_parsing", "sglang.srt.parser.chat_parsing"])
+def test_the_engines_vendored_parsers_stream_wrapped_calls_whole(module):
+    """The served form through the engines' own vendored parser (transformers before 5.24 there, which commits a
+    match that does not end at the buffer's edge at once), streamed in chunks of 1, 2, 3 and 7 characters and
+    whole: a call in a wrapper the template does not write comes back with no wrapper in content, and a string
+    argument holding ``}}</div>`` is not cut there (``emit/tools.py::END_TAG``)."""
+    parser = pytest.importorskip(module + ".response_parser", reason=f"{module} is not installed here (the engines' virtualenvs)")
+    if not TEMPLATES:
+        pytest.skip(f"corpus not found at {SHARED}")
+    import autoparser
+    from autoparser.emit import served
+
+    for name, text, calls, content in _WRAPPED:
+        template = served(autoparser.infer_result((SHARED / "templates" / f"{name}.jinja").read_text(encoding="utf-8"), TOKENS).template)
+        for size in (1, 2, 3, 7, len(text)):
+            p = parser.ResponseParser(template, prefix="")
+            events = [e for i in range(0, len(text), size) for e in p.feed(text[i:i + size])] + p.finalize()[1]
+            got = [(e["value"]["function"]["name"], e["value"]["function"]["arguments"]) for e in events
+                   if e["type"] == "region_close" and e["field"] == "tool_calls"]
+            said = "".join(e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "content")
+            assert (got, said.strip()) == (calls, content), (module, name, size, text)
