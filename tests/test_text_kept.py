@@ -283,3 +283,18 @@ def test_unseen_tokens_then_text_open_wrapped_content(text, content):
     assert verdict["status"] == "full"
     for msg in both(spec, text, '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'):
         assert msg.get("content") == content, msg
+
+
+@pytest.mark.parametrize("name", ["pythonic-bare", "pythonic-unquoted"])
+@pytest.mark.parametrize("text, content", [
+    ("The list is [1, 2] ok.", "The list is [1, 2] ok."),
+    ("Use `a[0]` and see [the docs](https://example.com).", "Use `a[0]` and see [the docs](https://example.com)."),
+    ("[get_weather(city='Paris')]\nSee [1].", "See [1]."),
+])
+def test_a_bracket_in_prose_is_kept_where_a_pythonic_list_has_no_marker(name, text, content):
+    """A pythonic list with no marker of its own ends with a bare ``]``, which prose and code write too (an index,
+    a markdown link): it is no marker content consumes. Before, every ``]`` in content was taken as the list's end
+    and dropped, splitting the text there (``The list is [1, 2\\n\\nok.``)."""
+    spec, prompt, _ = inferred(name)
+    for msg in both(spec, text, prompt):
+        assert msg.get("content") == content, (name, text, msg)

@@ -411,7 +411,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     # Markers that may follow a closed region but belong to no field (a tool section's end, the
     # content wrapper opened after reasoning): as closes of the implicit field they are consumed
     # without opening it, so they neither leak into content nor overwrite it.
-    followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip() else []
+    # Not a section end that is bare punctuation (a pythonic list's ``]``): prose and code write it (``a[0]``, a link's
+    # ``[text](url)``), and the calls' own close takes the list's.
+    followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip().strip("])}") else []
     followers += [t.content_opener] if t.format != "NONE" and t.content_opener else []  # consumed before the content it wraps
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
     # A call's close that holds the turn's end then more markers (HyperCLOVA X's ``<|im_end|><|stop|>``): a stream
