@@ -850,3 +850,29 @@ def test_an_end_tag_inside_a_string_argument_does_not_end_the_call(name, text):
     and the rest of the string as content."""
     msg = _parse(name, text)
     assert _calls(msg) == [("write", {"path": "a.vue", "content": VUE})] and not msg.get("content"), msg
+
+
+USERS = {"users": [{"name": "a", "age": 1}, {"name": "b", "id": "x"}]}
+
+
+@pytest.mark.parametrize("name, text", [
+    ("json-array-ids", '<|calls|>[{"id": "c1", "name": "add_users", "arguments": ' + json.dumps(USERS) + '}]'),
+    ("json-after-reasoning", '[{"id": "c1", "type": "function", "function": {"name": "add_users", "arguments": '
+     + json.dumps({"users": [{"id": "u1", "type": "x", "function": {"name": "a"}}, {"id": "u2", "type": "x"}]}) + '}}]'),
+])
+def test_objects_with_a_calls_keys_inside_the_arguments_end_no_call(name, text):
+    """An argument holding a list of objects that use a call's keys (``"users": [{"name": "a"}, {"name": "b"}]``,
+    common in real tools) is no second call: a call closes before another only where the next object's whole head
+    follows (its call keys up to the arguments). Before, a bare ``{"name":`` after ``},`` closed the call there:
+    its arguments came back as text cut at the first object and the rest as content (Mistral Nemo, Cohere)."""
+    msg = _parse(name, text)
+    calls = _calls(msg)
+    assert len(calls) == 1 and calls[0][0] == "add_users" and isinstance(calls[0][1], dict) and not msg.get("content"), msg
+
+
+def test_a_comma_left_out_between_two_keyed_calls_still_parts_them():
+    """``[{"id": …, "name": "a", "arguments": {}}{"id": …, "name": "b", …}]``: the next call's whole head after a
+    call's ``}`` opens it with or without the list's comma (Ollama's Cohere parser reads both calls). Before, the
+    second call came back inside the first one's arguments."""
+    msg = _parse("json-array-ids", '<|calls|>[{"id": "c1", "name": "a", "arguments": {}}{"id": "c2", "name": "b", "arguments": {"x": "{not json}"}}]')
+    assert _calls(msg) == [("a", {}), ("b", {"x": "{not json}"})] and not msg.get("content"), msg

@@ -388,7 +388,6 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
                 rf"(?:[^\"]{{19}}|[^\"\x00]{{0,18}}\Z))|{second_list}")
 
     open_ends = ends_after()
-    firsts = "|".join(re.escape(k) for k in dict.fromkeys([*keys, *(ARGS_KEYS if _either_key(t) else ())]))
     # (beside another spelling the object ends right after its arguments' last bracket or a key after them, never
     # after a string: ``{"name": "a"}`` inside the other spelling's arguments ends no call)
     obj_end = (r"(?<=[}\]])" if only_after_opener else "") + rf"{tail}\s*\}}"
@@ -398,7 +397,9 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # the name first (``_list_anywhere``).
         anywhere = (rf"|{FENCE_OPEN}\[\s*(?=\{{\s*\"{re.escape(name_key)}\"\s*:\s*\"{NAME}\"\s*,\s*\"{args_keys(t)}\"\s*:)"
                     if _either_key(t) and not end and not only_after_opener else "")
-        later = r"\G(?<=\}\s*,\s*)" if only_after_opener else r"(?<=\}\s*,\s*)"
+        # (a comma left out between two calls, ``}{"tool_call_id": …``: the next call's whole head decides, which no JSON
+        # string holds unescaped; Ollama's Cohere parser reads both calls)
+        later = r"\G(?<=\}\s*,\s*)" if only_after_opener else r"(?<=\}\s*,?\s*)"
         # (the head in each branch: shared after the alternation it was quadratic under partial matching, above)
         field: dict = {"open_pattern": "(?:" + "|".join(rf"{x}{head}" for x in (rf"{opener}\s*\[\s*", later, anywhere[1:]) if x) + ")"}
         # With no section end, a bracket opener's end tag (``[TOOL_CALLS][…][/TOOL_CALLS]``: the ``[X]…[/X]`` pairs the
@@ -419,11 +420,13 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
             last = rf"\s*\]\s*{then_space(section_end)}" if end else rf"\s*\](?:{open_ends})"
         # (or the turn's end right after the object: an array never closed)
         # (the next call's head with its name: ``named`` without the ``?`` that makes it optional)
-        next_call = without_groups(rf"\{{\s*{named[:-1]}\"{arguments}\"\s*:") if only_after_opener else rf"\{{\s*\"(?:{firsts})\"\s*:"
+        # (a whole head, the call's own keys up to its arguments: an argument holding a list of objects with a ``name``
+        # key, ``"users": [{"name": "a", "age": 1}, {"name": "b"}]``, closes nothing; a bare key closed the call there)
+        next_call = without_groups(rf"\{{\s*{named[:-1] if only_after_opener else named}\"{arguments}\"\s*:")
         # (or the turn's end right after the object: an array never closed; not beside another spelling, whose
         # arguments' own ``}`` stands there)
         cut = rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends and not only_after_opener else ""
-        close = rf"{obj_end}(?:\s*,\s*(?={next_call})|{last}{cut})"
+        close = rf"{obj_end}(?:\s*{',' if only_after_opener else ',?'}\s*(?={next_call})|{last}{cut})"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}
         nxt = "|".join(literals(_openers(t, start)))
@@ -488,8 +491,8 @@ def _json_nested(t: Tools, start: str, end: str, ends: list[str], reasoning_end:
     else:
         starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)}\s*)"] if reasoning_end else [])
         first = "(?:" + "|".join(starts) + r")\s*" + FENCE_OPEN + r"\[\s*"
-    firsts = "|".join(re.escape(k) for k in t.call_keys)
-    nxt = rf"\s*,\s*(?=\{{\s*\"(?:{firsts})\"\s*:)"
+    # (the next call's whole head, as ``_json_keyed``: a list of objects in the arguments closes nothing)
+    nxt = rf"\s*,\s*(?={loose})"
     if end:
         last = rf"\s*\]\s*{then_space(_flex(_loose(end)))}"
     else:
