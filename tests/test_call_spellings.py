@@ -857,6 +857,8 @@ USERS = {"users": [{"name": "a", "age": 1}, {"name": "b", "id": "x"}]}
 
 @pytest.mark.parametrize("name, text", [
     ("json-array-ids", '<|calls|>[{"id": "c1", "name": "add_users", "arguments": ' + json.dumps(USERS) + '}]'),
+    ("json-list-bare", '[{"name": "add_users", "arguments": ' + json.dumps(USERS) + '}]'),
+    ("json-array-stop", '<tool_calls>[{"name": "add_users", "arguments": ' + json.dumps(USERS) + '}]<|im_end|>'),
     ("json-after-reasoning", '[{"id": "c1", "type": "function", "function": {"name": "add_users", "arguments": '
      + json.dumps({"users": [{"id": "u1", "type": "x", "function": {"name": "a"}}, {"id": "u2", "type": "x"}]}) + '}}]'),
 ])

@@ -59,8 +59,8 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     the section's end (or the turn's end, or the end of the text).
 
     The array read as one region, checked whole before it opened, held every call back until the array
-    ended and re-read it on every delta. The price: an argument holding ``}, {"name"`` splits its call there
-    (the call's text is kept), the array's own ``[``/``]`` are consumed by the calls, not read, and a name
+    ended and re-read it on every delta. The price: an argument holding ``}, {"name": "f", "arguments":`` splits its
+    call there (the call's text is kept), the array's own ``[``/``]`` are consumed by the calls, not read, and a name
     with a JSON escape is no call."""
     if not start:  # no opener of its own (xLAM): the list is recognised by its first call's head (``_list_anywhere``)
         return _list_anywhere(t, ends)
@@ -91,7 +91,9 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))"
     tail = rf"\s*\]{bare}" if not end else rf"\s*\](?:\s*{then_space(_flex(_loose(end)))}|{bare})"
     obj_end = rf"(?:{_name_after(t)})?\}}"
-    close = rf"{obj_end}\s*,\s*(?=\{{\s*\"(?:{name_key}|{args_key})\")|{obj_end}{tail}"
+    # (the next call's whole head, or its arguments key first: an argument holding a list of objects with a name,
+    # ``"users": [{"name": "a", "age": 1}, …]``, closes nothing; a bare ``{"name"`` split the call there)
+    close = rf"{obj_end}\s*,\s*(?={without_groups(named)}|\{{\s*\"{args_key}\"\s*:)|{obj_end}{tail}"
     if ends:
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
     field["close_pattern"] = close
@@ -120,9 +122,8 @@ def _list_anywhere(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     text before and after stays content. Before, the list was checked whole before it opened, at the reply's start
     only, holding every call back until the list ended and re-reading it on every delta. The price, as bare JSON
     calls (``_bare_json_calls``): a list whose head is a call's but whose rest is malformed is a call whose
-    arguments are its text; an argument holding ``}, {"name"`` splits its call there."""
+    arguments are its text; an argument holding ``}, {"name": "f", "arguments":`` (a whole head) splits its call there."""
     head = _call_head(t, args=args_keys(t))[1]
-    name_key = re.escape(t.name_path[0])
     later = r"(?<=\}\s*,\s*)"
     # The head in each branch, not after an alternation of the two: under partial matching (every delta) the regex
     # module tried the shared head from every ``[`` of a bracket run again (quadratic: 40k ``[`` took 0.3 s a search).
@@ -132,7 +133,8 @@ def _list_anywhere(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     after = (r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|{NEW_LINE_TEXT}"
              r'|(?=[ \t]*[^\s,}\]"<\[`](?:[^"]{19}|[^"\x00]{0,18}\Z)))')
     obj_end = rf"(?:{_name_after(t)})?\}}"
-    close = rf"{obj_end}\s*,\s*(?=\{{\s*\"{name_key}\")|{obj_end}\s*\](?:\s*{WRAPPER_END}[ \t]*|{after})"
+    # (the next call's whole head: an argument holding a list of objects with a name closes nothing)
+    close = rf"{obj_end}\s*,\s*(?={without_groups(head)})|{obj_end}\s*\](?:\s*{WRAPPER_END}[ \t]*|{after})"
     if ends:
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
     field.update({"close_pattern": close, "repeats": True, "content": "json", "content_args": {"allow_non_json": True},
