@@ -114,3 +114,18 @@ def test_a_typed_tag_cut_off_keeps_what_arrived():
     msg = _message("typed-tags", _xtml(("a", "number", "12")).split("<|close|>argument")[0]
                    .replace("number", "string") + "partial text")
     assert msg["tool_calls"][0]["function"]["arguments"] == {"a": "12partial text"}
+
+
+def _dsml(value: str) -> str:
+    return ('<｜TX｜calls>\n<｜TX｜invoke name="f">\n<｜TX｜param name="html" string="true">' + value
+            + '</｜TX｜param>\n<｜TX｜param name="n" string="false">2</｜TX｜param>\n</｜TX｜invoke>\n</｜TX｜calls><|turn_end|>')
+
+
+def test_a_string_value_holding_a_tag_and_a_newline_stays_the_string():
+    """A string value (``string="true"``) that holds ``>`` then a newline (HTML, a Vue file) comes back as
+    written: the string's opening delimiter is the tag's whole tail (``">``), which such a value does not
+    hold. Before, the delimiter was ``>`` alone, met again with its newline inside the value
+    (``</div>\\n<p>``), and the value came back as its raw text, delimiters and end tag included."""
+    html = "<div>{{name}}</div>\n<p>{{ n }}</p>"
+    assert _args("typed-attribute", _dsml(html)) == [{"html": html, "n": 2}]
+    assert _args("typed-attribute", _dsml("\n" + html + "\n")) == [{"html": html, "n": 2}]  # newlines around it absorbed

@@ -366,12 +366,18 @@ def _typed_by_attribute(ks: str, vs: str, typed: str = "") -> tuple[str, str] | 
         return None
     end = _flex(close)
     body = r"[^\x01\x02]*?"
+    # The string's opening delimiter is the whole tail as written (``">``), not its last character alone: a
+    # value holding ``>`` and a newline (HTML, a Vue file: ``</div>\n<p>``) met the delimiter with a newline
+    # there, and the value came back as its raw text, delimiters included. The tail spelt with other spaces
+    # (``string="true" >``) is still a string, delimited by its last mark.
+    opener = tail if tail and not re.search(r"\s", tail) and len(tail) > len(last) else last
     pattern = (_flex(head) + "(?:"
-               + rf"{word}{_flex(tail[: len(tail) - len(last)])}(?P<value>{esc(last)}{body}{end})"  # a string, with its delimiters
+               + (rf"{word}(?P<value>{esc(opener)}{body}{end})|" if opener != last else "")  # a string, with its delimiters
+               + rf"{word}{_flex(tail[: len(tail) - len(last)])}(?P<value>{esc(last)}{body}{end})"  # (other spaces)
                + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
                + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
                + ")")
-    return pattern, last
+    return pattern, (opener, last)
 
 
 # A key and its value in a JSON object written as a call's whole body instead of its argument tags (DeepSeek
@@ -383,13 +389,14 @@ _JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)
               + r"|-?\d[\d.eE+-]*|true|false|null)")
 
 
-def _typed_value_parser(vs: str, opener: str = ">") -> dict:
-    """The json value parser of ``_typed_by_attribute``; ``opener``: the string's opening delimiter, the key
-    tag's last one. Its string delimiters also come without a token prefix in the end tag's name
-    (``</｜DSML｜parameter>`` written ``</parameter>``, see ``template.optional_namespace``)."""
+def _typed_value_parser(vs: str, openers: tuple[str, ...] = (">",)) -> dict:
+    """The json value parser of ``_typed_by_attribute``; ``openers``: the string's opening delimiters, the key
+    tag's tail as written first, then its last delimiter alone. Its string delimiters also come without a token
+    prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
+    ``template.optional_namespace``)."""
     end = vs.strip()
     bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
-    delims = [d for e in dict.fromkeys([end, bare])
+    delims = [d for opener in dict.fromkeys(openers) for e in dict.fromkeys([end, bare])
               for d in ([opener + "\n", "\n" + e], [opener + "\n", e], [opener, "\n" + e], [opener, e])]
     return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
 
