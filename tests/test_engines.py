@@ -153,6 +153,7 @@ def test_sglang_engine_check(capsys):
 
 
 _VUE = '<div>{{name}}</div>\n<p>{{ n }}</p> and <b>{{ x }}</b> more'
+_USERS = {"users": [{"name": "x", "age": 1}, {"name": "y", "id": "u2"}]}
 _WRAPPED = [  # (template, text, the calls' (name, arguments), the content)
     ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
      '```xml\n<response>\n    {"name": "get_weather", "arguments": {"city": "Paris"}}\n</response>\n```', [("get_weather", {"city": "Paris"})], ""),
@@ -163,6 +164,12 @@ _WRAPPED = [  # (template, text, the calls' (name, arguments), the content)
      '<tool_call>\n{"name": "write", "arguments": {"content": ' + json.dumps(_VUE) + '}}\n</tool_call>', [("write", {"content": _VUE})], ""),
     ("meta-llama-Llama-3.1-8B-Instruct",
      '{"name": "write", "parameters": {"content": ' + json.dumps(_VUE) + '}}', [("write", {"content": _VUE})], ""),
+    ("mistralai-Mistral-Nemo-Instruct-2407",  # objects with a call's keys inside the arguments, then a second call
+     '[TOOL_CALLS][{"name": "a", "arguments": ' + json.dumps(_USERS) + ', "id": "abcdefghi"}, {"name": "b", "arguments": {}, "id": "bcdefghij"}]',
+     [("a", _USERS), ("b", {})], ""),
+    ("NVIDIA-Nemotron-Nano-v2", '<TOOLCALL>[{"name": "a", "arguments": ' + json.dumps(_USERS) + '}]</TOOLCALL>', [("a", _USERS)], ""),
+    ("deepseek-ai-DeepSeek-V3.2", '</think><｜DSML｜function_calls>\n<｜DSML｜invoke name="a">\n<｜DSML｜parameter name="q" string="true">'
+     + _VUE + '</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>', [("a", {"q": _VUE})], ""),
 ]
 
 
@@ -171,7 +178,8 @@ def test_the_engines_vendored_parsers_stream_wrapped_calls_whole(module):
     """The served form through the engines' own vendored parser (transformers before 5.24 there, which commits a
     match that does not end at the buffer's edge at once), streamed in chunks of 1, 2, 3 and 7 characters and
     whole: a call in a wrapper the template does not write comes back with no wrapper in content, and a string
-    argument holding ``}}</div>`` is not cut there (``emit/tools.py::END_TAG``)."""
+    argument holding ``}}</div>`` is not cut there (``emit/tools.py::END_TAG``), nor one holding objects with a call's
+    keys, nor a tagged string holding a tag and a newline."""
     parser = pytest.importorskip(module + ".response_parser", reason=f"{module} is not installed here (the engines' virtualenvs)")
     if not TEMPLATES:
         pytest.skip(f"corpus not found at {SHARED}")
