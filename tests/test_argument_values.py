@@ -45,3 +45,27 @@ def test_argument_values_that_look_like_markup_come_back_whole(path):
     report = verify(src, res.template, TOKENS, analysis=res.analysis, messages=MESSAGES)
     failing = [f"{c.name} ({c.mode}, history {c.history}): {c.error or c.fields}" for c in report.cases if c.status == "fail"]
     assert not failing, failing
+
+
+QUOTING = [("the format quoted in a string", assistant(None, calls=[_call("run_query", {
+    "query": "Wrap it in <tool_call> and </tool_call>, or [TOOL_CALLS] name[ARGS] {\"a\": 1}, or <function=f> ... </function>.",
+    "limit": 2}, "call00031")]))]
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: f"{p.parent.parent.name}/{p.stem}" if p.parent.parent.name == "wild2" else p.stem)
+def test_a_json_string_argument_may_quote_any_format(path):
+    """Where the arguments are JSON, a string argument quoting any family's markers (a coding agent writing a
+    parser or a chat template: ``</function>``, ``[TOOL_CALLS]``, ``</tool_call>``) is the string's text: a call's
+    close, or the next call's opener, counts only after the arguments' ``}``. Before, Functionary's
+    ``</function>`` and Mistral's ``[TOOL_CALLS]`` inside a string ended the call there. (A format whose values are
+    raw text cannot tell its own markers inside a value from the markup: not asked there.)"""
+    src = path.read_text(encoding="utf-8")
+    try:
+        res = autoparser.infer_result(src, TOKENS, where=path.name)
+    except autoparser.AutoparserError as e:
+        pytest.skip(f"no template handed out: {e.message[:80]}")
+    if "tool_calls" not in res.template["fields"] or res.analysis.tools.arguments.kind != "json":
+        pytest.skip("no tool_calls field with JSON arguments handed out")
+    report = verify(src, res.template, TOKENS, analysis=res.analysis, messages=QUOTING)
+    failing = [f"{c.name} ({c.mode}, history {c.history}): {c.error or c.fields}" for c in report.cases if c.status == "fail"]
+    assert not failing, failing

@@ -590,14 +590,20 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         # ends where the next call's token begins (Kimi K2 Thinking).
         field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
-        field["close_pattern"] = then_space(wrapper_close or _flex(ce))
+        # JSON arguments end at their object's ``}``: the close written inside a string argument (code that quotes
+        # the format, ``"see </function> here"``) is the string's. A call whose object never closed ends at the
+        # turn's end (``turn_end_closes``), its text its arguments'.
+        after_json = r"(?<=[}])\s*" if t.arguments.kind == "json" and not wrapper_close else ""
+        field["close_pattern"] = after_json + then_space(wrapper_close or _flex(ce))
     else:
         # No close marker: a call ends where the next call (after its separator), the section's end,
         # another field, or the turn's end begins.
         sep = t.call_separator.strip()
         nxt = (_flex(t.call_separator.strip()) + r"\s*" if sep and not _tag_like(opener) else "") + re.escape(opener) if opener else ""
         looks = [x for x in [nxt, _flex(t.section_end.strip()) if t.section_end.strip() else ""] + [re.escape(o) for o in others if o] if x]
-        alts = [f"(?={'|'.join(looks)})"] if looks else []
+        # (JSON arguments end at their object's ``}``: an opener quoted inside a string argument opens nothing)
+        after_json = r"(?<=[}])\s*" if t.arguments.kind == "json" else ""
+        alts = [f"{after_json}(?={'|'.join(looks)})"] if looks else []
         alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
