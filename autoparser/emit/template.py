@@ -41,9 +41,14 @@ def bounded_whitespace(pattern: str) -> str:
     if "\\s*" not in pattern and "\\s+" not in pattern:  # nothing to bound: the walk below would copy it whole
         return pattern
     out, i, in_class, groups, closed = [], 0, False, [], False
-    while i < len(pattern):
+    n = len(pattern)
+    while i < n:
         c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
+        if c not in "\\()|[]":  # most characters: no syntax this walk reads (a call field's patterns run to thousands)
+            out.append(c)
+            i += 1
+            continue
+        if c == "\\" and i + 1 < n:
             if not in_class and pattern[i + 1] == "s" and pattern[i + 2 : i + 3] in ("*", "+"):
                 run = r"\s{0,%d}" % WS_RUN if pattern[i + 2] == "*" else r"\s{1,%d}" % WS_RUN
                 before = closed if out and out[-1] == ")" else _ends_unspaced("".join(out[-1:]))
