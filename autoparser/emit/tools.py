@@ -6,10 +6,11 @@ from __future__ import annotations
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from ..analysis.diff import MARKER, markers, one_word_apart, shared_lead
+from ..analysis.diff import MARKER, markers, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
+from .typed import JSON_PAIR, typed_by_attribute, typed_value_parser
 
 
 def one(values: list[str]) -> str | list[str]:
@@ -338,69 +339,6 @@ def optional_bracket_markers(header: str) -> str:
     return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
 
 
-def _typed_by_attribute(ks: str, vs: str, typed: str = "") -> tuple[str, str] | None:
-    r"""(pattern, the string's opening delimiter) for the key suffix and value of a tagged argument whose tag
-    says whether the value is a string. DeepSeek's DSML: ``<parameter name="k" string="true">text</parameter>``
-    for a string, ``string="false">`` + the value as JSON for any other; Kimi K3's XTML names the type,
-    ``<|open|>argument key="k" type="string"<|sep|>``, ``type="number"``, ``type="array"``… The diffs saw the
-    suffix of a string argument (``ks``); ``typed`` is the one the analysis saw before a list (A3), which
-    differs in one word (``analysis.diff.one_word_apart``). The string's
-    word marks a string, any other word a JSON literal (``10``, ``[1, 2]``, ``null``: typed with no schema;
-    a value that is no JSON stays text). A string value is captured with the tag's last delimiter (``>``,
-    or its last marker, ``<|sep|>``) and its value close around it, which the value parser reads as string
-    delimiters, so it comes back exactly as written, never typed; its delimiters absorb one newline on each
-    side, as models add them. ``\x01``/``\x02`` (the json parser's sentinels, which it refuses) end no
-    value. None where the suffix has no such mark or the value no closing tag."""
-    split = one_word_apart(ks, typed) if typed and typed != ks else None
-    if not split:
-        return None
-    head, word, tail, other = split
-    if {word, other} != {"true", "false"}:
-        other = r"(?!" + word + r"\b)\w+"  # the type's name: any word but the string's
-    tail = tail.rstrip("\n")
-    close, ms = vs.strip(), markers(tail)
-    if not (re.fullmatch(r"</[^<>\s]+>", close) or MARKER.match(close)):
-        return None
-    last = ms[-1] if ms and tail.endswith(ms[-1]) else tail[-1:]
-    if last != ">" and not last.endswith(">"):
-        return None
-    end = _flex(close)
-    body = r"[^\x01\x02]*?"
-    # The string's opening delimiter is the whole tail as written (``">``), not its last character alone: a
-    # value holding ``>`` and a newline (HTML, a Vue file: ``</div>\n<p>``) met the delimiter with a newline
-    # there, and the value came back as its raw text, delimiters included. The tail spelt with other spaces
-    # (``string="true" >``) is still a string, delimited by its last mark.
-    opener = tail if tail and not re.search(r"\s", tail) and len(tail) > len(last) else last
-    pattern = (_flex(head) + "(?:"
-               + (rf"{word}(?P<value>{esc(opener)}{body}{end})|" if opener != last else "")  # a string, with its delimiters
-               + rf"{word}{_flex(tail[: len(tail) - len(last)])}(?P<value>{esc(last)}{body}{end})"  # (other spaces)
-               + rf"|{other}{_flex(tail)}\n?(?P<value>{body})(?:\n?{end}|\s*\Z)"  # a JSON literal
-               + rf"|{word}{_flex(tail)}\n?(?P<value>{body})\s*\Z"  # a string cut off where the call ends
-               + ")")
-    return pattern, (opener, last)
-
-
-# A key and its value in a JSON object written as a call's whole body instead of its argument tags (DeepSeek
-# DSML's ``<invoke name="f">\n{"city": "Paris", "days": 3}\n</invoke>``, which SGLang's DeepSeek V3.2 parser
-# reads): where the value parser reads JSON (``_typed_by_attribute``), each pair is one argument, typed as
-# JSON says. A key only after ``{`` or ``,`` (no pair out of prose between tags); an object or array value
-# nested at most ``VALUE_DEPTH`` deep, whole (its own keys are no arguments). Before, the body's text was lost.
-_JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|' + nested_value()
-              + r"|-?\d[\d.eE+-]*|true|false|null)")
-
-
-def _typed_value_parser(vs: str, openers: tuple[str, ...] = (">",)) -> dict:
-    """The json value parser of ``_typed_by_attribute``; ``openers``: the string's opening delimiters, the key
-    tag's tail as written first, then its last delimiter alone. Its string delimiters also come without a token
-    prefix in the end tag's name (``</｜DSML｜parameter>`` written ``</parameter>``, see
-    ``template.optional_namespace``)."""
-    end = vs.strip()
-    bare = re.sub(r"｜[^｜<>\s]+｜(?=[A-Za-z_])", "", end)
-    delims = [d for opener in dict.fromkeys(openers) for e in dict.fromkeys([end, bare])
-              for d in ([opener + "\n", "\n" + e], [opener + "\n", e], [opener, "\n" + e], [opener, e])]
-    return {"name": "json", "args": {"string_delims": delims, "allow_non_json": True, "strip": False}}
-
-
 def _key_prefix_pattern(kp: str, vs: str) -> str:
     r"""The key prefix's pattern. Where the value's close ends with the marker the key prefix begins with, the
     template writes that marker once between two arguments (Kimi K3: ``…<|close|>argument<|sep|><|open|>argument
@@ -641,9 +579,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
         key_re = _key_prefix_pattern(a.key_prefix.strip(), vs.strip()) + r"(?P<key>[^<>\"\n=]+?)"
-        typed = _typed_by_attribute(ks, vs, a.typed_key_suffix)
+        typed = typed_by_attribute(ks, vs, a.typed_key_suffix)
         if typed:
-            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed[0]}|{_JSON_PAIR})", "value_parser": _typed_value_parser(vs, typed[1])}
+            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed[0]}|{JSON_PAIR})", "value_parser": typed_value_parser(vs, typed[1])}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
         else:
             # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
