@@ -33,17 +33,27 @@ MESSAGES = [
 ]
 
 
-@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: f"{p.parent.parent.name}/{p.stem}" if p.parent.parent.name == "wild2" else p.stem)
-def test_argument_values_that_look_like_markup_come_back_whole(path):
+def _failing(path: Path, messages: list, json_arguments: bool = False) -> list[str]:
+    """The cases of ``messages`` the template's own renderings fail (skips where no tool_calls field, or with
+    ``json_arguments`` none whose arguments are JSON, is handed out)."""
     src = path.read_text(encoding="utf-8")
     try:
         res = autoparser.infer_result(src, TOKENS, where=path.name)
     except autoparser.AutoparserError as e:
         pytest.skip(f"no template handed out: {e.message[:80]}")
-    if "tool_calls" not in res.template["fields"]:
-        pytest.skip("no tool_calls field handed out")
-    report = verify(src, res.template, TOKENS, analysis=res.analysis, messages=MESSAGES)
-    failing = [f"{c.name} ({c.mode}, history {c.history}): {c.error or c.fields}" for c in report.cases if c.status == "fail"]
+    if "tool_calls" not in res.template["fields"] or (json_arguments and res.analysis.tools.arguments.kind != "json"):
+        pytest.skip("no tool_calls field" + (" with JSON arguments" if json_arguments else "") + " handed out")
+    report = verify(src, res.template, TOKENS, analysis=res.analysis, messages=messages)
+    return [f"{c.name} ({c.mode}, history {c.history}): {c.error or c.fields}" for c in report.cases if c.status == "fail"]
+
+
+def _id(p: Path) -> str:
+    return f"wild2/{p.stem}" if p.parent.parent.name == "wild2" else p.stem
+
+
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
+def test_argument_values_that_look_like_markup_come_back_whole(path):
+    failing = _failing(path, MESSAGES)
     assert not failing, failing
 
 
@@ -52,20 +62,12 @@ QUOTING = [("the format quoted in a string", assistant(None, calls=[_call("run_q
     "limit": 2}, "call00031")]))]
 
 
-@pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: f"{p.parent.parent.name}/{p.stem}" if p.parent.parent.name == "wild2" else p.stem)
+@pytest.mark.parametrize("path", TEMPLATES, ids=_id)
 def test_a_json_string_argument_may_quote_any_format(path):
     """Where the arguments are JSON, a string argument quoting any family's markers (a coding agent writing a
     parser or a chat template: ``</function>``, ``[TOOL_CALLS]``, ``</tool_call>``) is the string's text: a call's
     close, or the next call's opener, counts only after the arguments' ``}``. Before, Functionary's
     ``</function>`` and Mistral's ``[TOOL_CALLS]`` inside a string ended the call there. (A format whose values are
     raw text cannot tell its own markers inside a value from the markup: not asked there.)"""
-    src = path.read_text(encoding="utf-8")
-    try:
-        res = autoparser.infer_result(src, TOKENS, where=path.name)
-    except autoparser.AutoparserError as e:
-        pytest.skip(f"no template handed out: {e.message[:80]}")
-    if "tool_calls" not in res.template["fields"] or res.analysis.tools.arguments.kind != "json":
-        pytest.skip("no tool_calls field with JSON arguments handed out")
-    report = verify(src, res.template, TOKENS, analysis=res.analysis, messages=QUOTING)
-    failing = [f"{c.name} ({c.mode}, history {c.history}): {c.error or c.fields}" for c in report.cases if c.status == "fail"]
+    failing = _failing(path, QUOTING, json_arguments=True)
     assert not failing, failing

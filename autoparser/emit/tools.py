@@ -97,8 +97,9 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
 # A markdown fence before a bare JSON call, then an element the model wraps the call object in where the template
 # writes none (``<tools>``, ``<tool>``, ``<response>``, ``<function_call>``, a fenced ```` ```xml ````): the object
 # describes itself, so the tag around it is the call's markup, not text (llama.cpp's Hermes 2 Pro parser drops
-# these wrappers). Not ``<function…>``, whose name is the call's own (``FUNCTION_TAG``).
-FENCE_OPEN = r"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:<(?!function[\s=>])[A-Za-z][\w:.\-]{0,64}>\s*)?"
+# these wrappers). A tag name holds no ``=`` or space, so ``<function=f>``/``<function name="f">`` are none of them
+# (``FUNCTION_TAG``: there the name is the call's own).
+FENCE_OPEN = r"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:<[A-Za-z][\w:.\-]{0,64}>\s*)?"
 
 # A JSON call written as a function tag around its arguments: ``<function=f>{…}</function>`` (the custom-tool spelling
 # Meta's Llama 3.1 model card documents), ``<function name="f">{…}</function>`` (llama.cpp's Hermes 2 Pro parser reads
@@ -522,25 +523,24 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
     self_closing = _self_closing(opener, ce, open_pattern) if _args_tagged(t) else None
     field: dict = {"open_pattern": space_before_tokens(self_closing or open_pattern)}
+    # JSON arguments end at their object's ``}``: the call's close, or the next call's opener, written inside a
+    # string argument (code that quotes the format, ``"see </function> here"``) is the string's. A call whose object
+    # never closed ends at the turn's end (``turn_end_closes``), its text its arguments'. (A class, ``[}]``: a
+    # close that reads ``\}`` is one that ``value_ends_text`` takes as reading whole values already, and leaves.)
+    after_json = r"(?<=[}])\s*" if t.arguments.kind == "json" else ""
     lead = SPECIAL.match(opener)
     if ce and lead and SPECIAL.fullmatch(ce):
         # Special tokens never occur inside arguments, so a call whose end token the model left out
         # ends where the next call's token begins (Kimi K2 Thinking).
         field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
     elif ce:
-        # JSON arguments end at their object's ``}``: the close written inside a string argument (code that quotes
-        # the format, ``"see </function> here"``) is the string's. A call whose object never closed ends at the
-        # turn's end (``turn_end_closes``), its text its arguments'.
-        after_json = r"(?<=[}])\s*" if t.arguments.kind == "json" and not wrapper_close else ""
-        field["close_pattern"] = after_json + then_space(wrapper_close or _flex(ce))
+        field["close_pattern"] = ("" if wrapper_close else after_json) + then_space(wrapper_close or _flex(ce))
     else:
         # No close marker: a call ends where the next call (after its separator), the section's end,
         # another field, or the turn's end begins.
         sep = t.call_separator.strip()
         nxt = (_flex(t.call_separator.strip()) + r"\s*" if sep and not _tag_like(opener) else "") + re.escape(opener) if opener else ""
         looks = [x for x in [nxt, _flex(t.section_end.strip()) if t.section_end.strip() else ""] + [re.escape(o) for o in others if o] if x]
-        # (JSON arguments end at their object's ``}``: an opener quoted inside a string argument opens nothing)
-        after_json = r"(?<=[}])\s*" if t.arguments.kind == "json" else ""
         alts = [f"{after_json}(?={'|'.join(looks)})"] if looks else []
         alts += [re.escape(e) for e in ends]
         if alts:
