@@ -226,6 +226,19 @@ def test_a_name_keyed_call_list_may_leave_out_its_section_end(text, content):
 
 
 @pytest.mark.parametrize("text, calls", [
+    ('<|calls|>{"get_weather": {"city": "Paris"}}<|/calls|><|eot|>', [WEATHER]),
+    ('<|calls|>{"get_time": {}}<|/calls|>', [("get_time", {})]),
+    ('<|calls|> {"get_weather": {"city": "Paris", "at": {"h": {"m": 9}}}} <|/calls|>', [("get_weather", {"city": "Paris", "at": {"h": {"m": 9}}})]),
+    ('<|calls|>{"get_weather": {"city": "Paris"}}, {"get_time": {}}<|/calls|>', [WEATHER, ("get_time", {})]),
+])
+def test_a_name_keyed_call_list_of_one_may_be_the_call_alone(text, calls):
+    """``<|calls|>{"f": {…}}<|/calls|>``: the list's brackets left out between the section's markers (mlx-lm's
+    Apertus parser reads ``<|tools_prefix|>{"get_time": {}}<|tools_suffix|>``)."""
+    msg = _parse("json-name-key", text)
+    assert _calls(msg) == calls and not msg.get("content"), msg
+
+
+@pytest.mark.parametrize("text, calls", [
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</calls><|im_end|>', [WEATHER]),  # as rendered
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": [9]}}}', [("get_weather", {"city": "Paris", "at": {"h": [9]}})]),
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "get_time", "arguments": {}}<|im_end|>',
@@ -426,6 +439,33 @@ def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
 def test_a_newline_inside_value_tags_the_template_leaves_out_is_a_separator_only_in_pairs(value, expected):
     """Where the template writes no newline inside a value's tags, a newline on one side only is the value's
     own (vLLM's Poolside parser keeps ``  x = 1\\n``); one on each side is the separator models add."""
+    text = f"<call>write_file\n<k>content</k><v>{value}</v>\n</call><|im_end|>"
+    assert _calls(_parse("kv-tagged", text)) == [("write_file", {"content": expected})]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("\nDallas\n", "Dallas"),  # as rendered
+    ("\n      Dallas\n    ", "Dallas"),  # the tags indented: the indentation is layout
+    ("\n    ", ""),  # an empty value, its close tag indented on the next line
+    ("\nline1\n\tindented line\n    spaces\n    ", "line1\n\tindented line\n    spaces"),  # the value's own inner indentation kept
+    ("\n    def f():\n        return 1\n", "    def f():\n        return 1"),  # the close tag not indented: code keeps its indentation
+    ("  Dallas  ", "  Dallas  "),  # on the open tag's line: the value's own spaces
+])
+def test_the_indentation_of_a_value_laid_out_on_lines_of_its_own_is_layout(value, expected):
+    """Models indent tags they lay out on lines of their own (``<parameter=k>\\n      v\\n    </parameter>``,
+    llama.cpp's Qwen3-Coder cases): the newline and indentation before the close tag, and the first line's
+    indentation where the close tag is indented, are no part of the value; a value on the open tag's line keeps
+    its spaces (vLLM's and SGLang's GLM cases)."""
+    text = ("<tool_call>\n  <function=get_weather>\n    <parameter=city>" + value + "</parameter>\n"
+            "    <parameter=state>\nTX\n</parameter>\n  </function>\n</tool_call><|im_end|>")
+    assert _calls(_parse("function-in-wrapper", text)) == [("get_weather", {"city": expected, "state": "TX"})]
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("\n      x = 1\n    ", "x = 1"),  # a pair of newlines, the tags indented
+    ("    x = 1    ", "    x = 1    "),  # no newline: the value's own spaces
+])
+def test_indentation_inside_value_tags_the_template_writes_on_one_line(value, expected):
     text = f"<call>write_file\n<k>content</k><v>{value}</v>\n</call><|im_end|>"
     assert _calls(_parse("kv-tagged", text)) == [("write_file", {"content": expected})]
 

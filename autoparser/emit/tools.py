@@ -10,7 +10,7 @@ from ..analysis.diff import MARKER, markers, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
-from .typed import JSON_PAIR, typed_by_attribute, typed_value_parser
+from .typed import JSON_PAIR, tagged_value, typed_by_attribute, typed_value_parser
 
 
 def one(values: list[str]) -> str | list[str]:
@@ -36,10 +36,13 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         # The list's section end may be left out where the reply ends after the list (Apertus' parsers read
         # ``<|tools_prefix|>[{…}]`` with no ``<|tools_suffix|>``), as for any JSON call list (§9).
         finals = "|".join([*literals(ends), r"\Z"])
+        # A list of one call may be written as the call alone, between the section's markers (mlx-lm's Apertus
+        # parser reads ``<|tools_prefix|>{"f": {}}<|tools_suffix|>``): the list's brackets are optional there.
+        bracket, alone = (r"\[?", rf"|\s*{close_tail}\s*") if sec and close_tail else (r"\[", "")
         field = {
-            "open_pattern": rf"(?:{sec}\s*\[\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
+            "open_pattern": rf"(?:{sec}\s*{bracket}\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
             # The next call is ``, {"name": {`` : an object inside the arguments rarely looks like that.
-            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|\]\s*(?={finals})|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
+            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|\]\s*(?={finals}){alone}|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
             "repeats": True,
             "content": "json",
             "transform": _call_transform("{name}", "{content}", None),
@@ -394,44 +397,6 @@ def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | 
     return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cuts})\Z))"
 
 
-def _cdata(vs: str, value: str) -> str:
-    r"""Where a value is an element's text (its close is an end tag, ``</param>``), the value written as an XML
-    CDATA section, ``<![CDATA[text]]>``, is its text: templates write one for a value holding ``<``, ``&`` or
-    a newline (MiniCPM 5), and models write it whatever their template does. The section is an alternative
-    tried first, capturing the same ``value`` group (the regex module keeps the alternative that matched);
-    a value that only begins with ``<![CDATA[`` (no ``]]>`` right before the end tag) is read as written."""
-    if not vs.strip().startswith("</"):
-        return value
-    return r"(?:<!\[CDATA\[(?P<value>.*?)\]\]>(?=\n?" + _flex(vs.strip()) + r"|\s*\Z)|" + value + ")"
-
-
-def _tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
-    r"""The key suffix, value and value close of a tagged argument. Where the template writes a newline inside
-    the value's tags (``<parameter=k>\nv\n</parameter>``), that newline is the format's separator: each side
-    is optional (``ks_re``/``vs_re`` end and start with ``\n?``). Where it writes none
-    (``<arg_value>v</arg_value>``), models still add one on each side (Seed-OSS), but a newline on one side
-    only is the value's own (code ending with a newline: ``<arg_value>  x = 1\n</arg_value>``, which
-    vLLM's Poolside parser keeps): a newline is taken as the separator only in a pair around the value.
-
-    A value whose end tag the model left out ends where the next argument's tag begins (``kp``, the key's
-    opening tag: ``<parameter=city>\nDallas\n<parameter=state>``; vLLM's Qwen3-Coder and Step 3.5 parsers
-    read it so), not only where the call's text ends; a value that writes a whole key tag itself is cut there."""
-    # A close tag inside the value (code that writes ``<parameter=path>…</parameter>``) is the value's own: the
-    # value's close is one that the next key's tag, another closing tag (the call's, its section's, when the
-    # call's is left out), a special token or the call's end follows, and a close left out ends the value
-    # where the next key's tag starts a line (mlx-lm's Qwen3-Coder parser reads both).
-    then = rf"(?=\s*(?:{kp}|</|<\||<｜|\Z))" if kp else ""
-    nxt = rf"|\n(?={kp})" if kp else ""
-    end = r"(?:" + vs_re + then + nxt + r"|\s*\Z)"
-    value = r"(?P<value>.*?)"
-    if ks.endswith("\n") or vs.startswith("\n") or not (ks_re.endswith(r"\n?") and vs_re.startswith(r"\n?")):
-        return ks_re + _cdata(vs, value) + end
-    bare_end = r"(?:" + vs_re[len(r"\n?"):] + then + nxt + r"|\s*\Z)"
-    # a CDATA section (``_cdata``) first, with a newline on either side
-    cdata = r"\n?<!\[CDATA\[(?P<value>.*?)\]\]>\n?" + bare_end + "|" if vs.strip().startswith("</") else ""
-    return ks_re[: -len(r"\n?")] + rf"(?:{cdata}\n{value}\n{bare_end}|{value}{bare_end})"
-
-
 def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
     r"""A later call written inside the previous call's block, with the header's word alone right after that
     call's JSON arguments: Gemma 4's ``<|tool_call>call:f{…}call:g{…}<tool_call|>`` where the template opens
@@ -587,7 +552,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
             kp = (_flex(a.key_prefix.strip()) + r"[^<>\"\n=]+?" + _flex(ks.rstrip("\n"))
                   if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else "")
-            field["content_args"] = {"tag_pattern": key_re + _tagged_value(ks, vs, ks_re, vs_re, kp)}
+            field["content_args"] = {"tag_pattern": key_re + tagged_value(ks, vs, ks_re, vs_re, kp)}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings

@@ -1,6 +1,8 @@
-"""Tagged argument values whose tag says their type (DeepSeek DSML's ``string="true"``/``"false"``, Kimi K3's
-``type="number"``): the key tag's pattern, its string delimiters and the value parser that reads a string as
-written and every other type as JSON. Part of the emitter, beside ``tools``."""
+"""Tagged argument values: where a value begins and ends (the newlines and indentation around it, a CDATA
+section, an end tag left out), and, where the tag says the value's type (DeepSeek DSML's
+``string="true"``/``"false"``, Kimi K3's ``type="number"``), the key tag's pattern, its string delimiters and
+the value parser that reads a string as written and every other type as JSON. Part of the emitter, beside
+``tools``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,54 @@ import regex as re
 from ..analysis.diff import MARKER, markers, one_word_apart
 from .guard import nested_value
 from .markers import _flex, esc
+
+
+def _cdata(vs: str, value: str) -> str:
+    r"""Where a value is an element's text (its close is an end tag, ``</param>``), the value written as an XML
+    CDATA section, ``<![CDATA[text]]>``, is its text: templates write one for a value holding ``<``, ``&`` or
+    a newline (MiniCPM 5), and models write it whatever their template does. The section is an alternative
+    tried first, capturing the same ``value`` group (the regex module keeps the alternative that matched);
+    a value that only begins with ``<![CDATA[`` (no ``]]>`` right before the end tag) is read as written."""
+    if not vs.strip().startswith("</"):
+        return value
+    return r"(?:<!\[CDATA\[(?P<value>.*?)\]\]>(?=\n?" + _flex(vs.strip()) + r"|\s*\Z)|" + value + ")"
+
+
+def tagged_value(ks: str, vs: str, ks_re: str, vs_re: str, kp: str) -> str:
+    r"""The key suffix, value and value close of a tagged argument. Where the template writes a newline inside
+    the value's tags (``<parameter=k>\nv\n</parameter>``), that newline is the format's separator: each side
+    is optional (``ks_re``/``vs_re`` end and start with ``\n?``). Where it writes none
+    (``<arg_value>v</arg_value>``), models still add one on each side (Seed-OSS), but a newline on one side
+    only is the value's own (code ending with a newline: ``<arg_value>  x = 1\n</arg_value>``, which
+    vLLM's Poolside parser keeps): a newline is taken as the separator only in a pair around the value.
+
+    A value whose end tag the model left out ends where the next argument's tag begins (``kp``, the key's
+    opening tag: ``<parameter=city>\nDallas\n<parameter=state>``; vLLM's Qwen3-Coder and Step 3.5 parsers
+    read it so), not only where the call's text ends; a value that writes a whole key tag itself is cut there."""
+    # A close tag inside the value (code that writes ``<parameter=path>…</parameter>``) is the value's own: the
+    # value's close is one that the next key's tag, another closing tag (the call's, its section's, when the
+    # call's is left out), a special token or the call's end follows, and a close left out ends the value
+    # where the next key's tag starts a line (mlx-lm's Qwen3-Coder parser reads both).
+    then = rf"(?=\s*(?:{kp}|</|<\||<｜|\Z))" if kp else ""
+    value = r"(?P<value>.*?)"
+    close = vs_re[len(r"\n?"):] if vs_re.startswith(r"\n?") else None
+    # A value laid out on lines of its own, its tags indented (``<parameter=k>\n      v\n    </parameter>``): the
+    # newline and indentation before the close tag are layout, and so is the first line's indentation when the
+    # close tag is indented, or stands on that line alone (llama.cpp's and Ollama's parsers trim such values).
+    # A value written on the open tag's line (``<arg_value>    code</arg_value>``) keeps its spaces, as vLLM's
+    # and SGLang's parsers keep them.
+    lead = rf"(?:[ \t]+(?={close}|(?:(?!{close})[\s\S])*?\n[ \t]+{close}))?" if close else ""
+    nxt = rf"|\n[ \t]*(?={kp})" if kp else ""
+    if ks.endswith("\n") or vs.startswith("\n") or not (ks_re.endswith(r"\n?") and close):
+        if close:
+            vs_re = r"(?:\n[ \t]*)?" + close
+        if close and ks_re.endswith(r"\n?"):
+            ks_re = ks_re[: -len(r"\n?")] + rf"(?:\n{lead})?"
+        return ks_re + _cdata(vs, value) + r"(?:" + vs_re + then + nxt + r"|\s*\Z)"
+    bare_end = r"(?:" + close + then + nxt + r"|\s*\Z)"
+    # a CDATA section (``_cdata``) first, with a newline on either side
+    cdata = r"\n?<!\[CDATA\[(?P<value>.*?)\]\]>\n?" + bare_end + "|" if vs.strip().startswith("</") else ""
+    return ks_re[: -len(r"\n?")] + rf"(?:{cdata}\n{lead}{value}\n[ \t]*{bare_end}|{value}{bare_end})"
 
 
 def typed_by_attribute(ks: str, vs: str, typed: str = "") -> tuple[str, tuple[str, str]] | None:
