@@ -188,6 +188,21 @@ def test_a_json_call_under_a_marker_under_either_arguments_key(text, calls, cont
     assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
 
 
+@pytest.mark.parametrize("text, calls, content", [
+    ('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}}</tool_call>', [WEATHER], ""),
+    ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}}}}}\n</tool_call><|im_end|>', [WEATHER], ""),
+    ('<tool_call>{"name": "f", "arguments": {"a": {"b": {"c": 1}}}}}</tool_call>', [("f", {"a": {"b": {"c": 1}}})], ""),
+    ('Sure.\n<tool_call>{"name": "f", "arguments": {"s": "}}} {"}}}</tool_call>\n<tool_call>{"name": "get_time", "arguments": {}}</tool_call>',
+     [("f", {"s": "}}} {"}), ("get_time", {})], "Sure."),  # braces in a string
+    (f'<tool_call>{{"name": "write", "parameters": {{"text": "{LONG}"}}}}}}</tool_call>', [("write", {"text": LONG})], ""),
+])
+def test_closing_braces_after_a_call_object_before_its_close_are_no_text(text, calls, content):
+    """``{…}}}</tool_call>``: closing braces a model writes after the call's object (Granite 4; mlx-lm's parsers drop
+    them) close the call where everything since the opener is one whole object, never at a nested ``}``."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == calls and (msg.get("content") or "").strip() == content, msg
+
+
 @pytest.mark.parametrize("text, calls", [
     ('<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|im_end|>', [WEATHER]),  # as rendered
     ('<tool_calls>[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time", "parameters": {}}]',

@@ -168,6 +168,7 @@ _WRAPPED = [  # (template, text, the calls' (name, arguments), the content)
      '[TOOL_CALLS][{"name": "a", "arguments": ' + json.dumps(_USERS) + ', "id": "abcdefghi"}, {"name": "b", "arguments": {}, "id": "bcdefghij"}]',
      [("a", _USERS), ("b", {})], ""),
     ("NVIDIA-Nemotron-Nano-v2", '<TOOLCALL>[{"name": "a", "arguments": ' + json.dumps(_USERS) + '}]</TOOLCALL>', [("a", _USERS)], ""),
+    ("ibm-granite-granite-4.0", '<tool_call>{"name": "a", "arguments": {"q": {"r": 1}}}}}</tool_call>', [("a", {"q": {"r": 1}})], ""),
     ("deepseek-ai-DeepSeek-V3.2", '</think><｜DSML｜function_calls>\n<｜DSML｜invoke name="a">\n<｜DSML｜parameter name="q" string="true">'
      + _VUE + '</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>', [("a", {"q": _VUE})], ""),
 ]

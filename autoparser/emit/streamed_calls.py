@@ -8,7 +8,7 @@ import dataclasses
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from .guard import _W, _Dialect, never_raises
+from .guard import _W, _Dialect, nested_value, never_raises
 from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
@@ -162,6 +162,10 @@ def _either_key(t: Tools) -> bool:
     return t.name_path == ("name",) and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
 
 
+# The most closing braces after a call's object that still close it (``{…}}}}}</tool_call>``).
+EXTRA_BRACES = 8
+
+
 def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, str, str]:
     """(the call's opener, its close marker, the close or a turn's end, the look that decides a short call) for
     a call object between an opener and a close marker, decided within ``CALL_WINDOW`` characters: the first
@@ -201,7 +205,8 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     skip = rf'(?:{dialect.skip_string}){_W}:(?:[^{{}}\[\],\"]++|{dialect.skip_string}|(?&jb))*+,{_W}'
     name = rf'(?={_W}(?:{skip})*?"name"{_W}:{_W}"(?P<name>{NAME})"{_W}[,}}])'
     shape = rf"(?={_W}(?=\{{{name}(?={_W}(?:{skip})*?\"{keys}\"{_W}:))(?&jo))"
-    short = rf"{first}(?=\s*+(?&jb)\s*(?:{stops}|\Z)){shape}"
+    # (closing braces a model writes after the call's object, before its close: ``{…}}}</tool_call>``, below)
+    short = rf"{first}(?=\s*+(?&jb)(?:\s*\}}){{0,{EXTRA_BRACES}}}\s*(?:{stops}|\Z)){shape}"
     head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
     long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
     pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
@@ -224,7 +229,14 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # Every close after the object's ``}`` right after the arguments shares that look and the keys after them, written
     # once (the pattern is compiled and scanned on every delta: its length is time): the list's next call or end,
     # the self-described call's closes, the turn's end or the text's end.
-    after = "|".join([in_list, *shaped_close, rf"\s*(?={finals})"])
+    # Closing braces after the call's object, before its close marker or the turn's end (``{…}}}</tool_call>``: Granite 4
+    # writes them; mlx-lm's parsers drop them): where everything since the opener is one whole object (a look back,
+    # run only after a ``}`` that follows a ``}`` or ``]``), they close the call, never a nested ``}``.
+    marks = "|".join([then_space(close), *(rf"(?={e})" for e in literals(ends))])
+    # (also at the text's end: a partial search prefers the whole match a later ``}`` makes with the text's end to a
+    # pending one here, so without it the object's ``}`` was streamed into the arguments before the next arrived)
+    extra = rf"(?<=(?:{opener})\s*(?:{nested_value()}))(?:\s*\}}){{1,{EXTRA_BRACES}}}\s*(?:{marks}|\Z)"
+    after = "|".join([in_list, *shaped_close, rf"\s*(?={finals})", extra])
     field["close_pattern"] = rf"{tail}\s*{then_space(close)}|(?<=[}}\]]){tail}(?:{after})|{FUNCTION_TAG_CLOSE}"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
