@@ -253,6 +253,24 @@ def test_a_name_keyed_call_list_of_one_may_be_the_call_alone(text, calls):
     assert _calls(msg) == calls and not msg.get("content"), msg
 
 
+@pytest.mark.parametrize("name, text, calls, content", [
+    ("json-array-ids", '<|calls|>{"id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER], ""),
+    ("json-array-ids", 'Sure.<|calls|>{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": {"m": 9}}}}',
+     [("get_weather", {"city": "Paris", "at": {"h": {"m": 9}}})], "Sure."),
+    ("json-array-ids", '<|calls|>{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"tz": {"a": 1}}}<|eot|>',
+     [WEATHER, ("get_time", {"tz": {"a": 1}})], ""),
+    ("action-fence-json", 'Action: ```json\n{\n    "tool_name": "get_weather",\n    "parameters": {"city": "Paris"}\n}\n```', [WEATHER], ""),
+    ("wrapped-unless-calls", 'Sure.<calls>{"name": "get_weather", "arguments": {"city": "Paris"}}</calls>', [WEATHER], "Sure."),
+    ("wrapped-unless-calls", '<calls>{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": [9]}}}', [("get_weather", {"city": "Paris", "at": {"h": [9]}})], ""),
+])
+def test_a_json_call_list_of_one_may_be_the_call_alone(name, text, calls, content):
+    """``[TOOL_CALLS]{"name": …}``, ``Action: ```json {…} ``` ``: a list of one call written as the call alone after the
+    list's opener (SGLang's JSON call parsers take an object where a list stands; Ollama's Cohere parser reads it). Its
+    object closes before the section's end or the turn's end, or where the text ends when everything since the opener is one whole object."""
+    msg = _parse(name, text)
+    assert [(n, a) for n, a in _calls(msg)] == calls and (msg.get("content") or "").strip() == content, msg
+
+
 @pytest.mark.parametrize("text, calls", [
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</calls><|im_end|>', [WEATHER]),  # as rendered
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": [9]}}}', [("get_weather", {"city": "Paris", "at": {"h": [9]}})]),

@@ -65,14 +65,17 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     if not start:  # no opener of its own (xLAM): the list is recognised by its first call's head (``_list_anywhere``)
         return _list_anywhere(t, ends)
     openers = sorted(_openers(t, start), key=len, reverse=True)
-    opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + r")\s*\[\s*"
+    # A list of one call may be written as the call alone after the opener (``<tool_calls>{"name": …}</tool_calls>``;
+    # SGLang's JSON call parsers take an object where a list stands, ``parse_base_json``): the ``[`` is optional.
+    marker = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
+    opener = marker + r"\s*(?:\[\s*)?"
     finals = ([_flex(_loose(end))] if end else []) + literals(ends)
     stops = "|".join(finals) if finals else ""
     no_stop = f"(?!{stops})" if stops else ""
     dialect = _Dialect()
     # The arguments under either key, ``arguments`` or ``parameters`` (as ``_json_whole``: the family's parsers
     # read both whatever the template writes).
-    short = rf"(?=(?&jb)\s*[,\]])(?={dialect.object_with(['name', ARGS_KEYS])})"
+    short = rf"(?=(?&jb)\s*(?:[,\]]{'|' + stops if stops else ''}|\Z))(?={dialect.object_with(['name', ARGS_KEYS])})"
     args_key = args_keys(t)
     long = rf"(?={_call_head(t, capture=False, args=args_key)[1]}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
     # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
@@ -96,6 +99,10 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     close = rf"{obj_end}\s*,\s*(?={without_groups(named)}|\{{\s*\"{args_key}\"\s*:)|{obj_end}{tail}"
     if ends:
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
+    # (a call alone: its ``}`` before the section's end, or where the text ends behind whole objects since the opener)
+    if end:
+        close += rf"|{obj_end}\s*{then_space(_flex(_loose(end)))}"
+    close += rf"|{obj_end}\Z{near(marker)}(?<={marker}\s*(?:{nested_value()}))"
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
@@ -164,6 +171,14 @@ def _either_key(t: Tools) -> bool:
 
 # The most closing braces after a call's object that still close it (``{…}}}}}</tool_call>``).
 EXTRA_BRACES = 8
+
+
+def near(opener: str) -> str:
+    r"""A look back for ``opener`` within ``2 * CALL_WINDOW`` characters, put before a look back over a whole value since
+    the opener behind ``\Z``: a stream's text ends at every delta, and one that ends right after a ``}`` inside a string
+    (code: ``print({'a': 1})``) ran that look back over the whole call each time (quadratic in a long argument). A
+    call alone longer than that which ends the text keeps its object's ``}`` in its arguments' text."""
+    return rf"(?<=(?:{opener})[\s\S]{{0,{2 * CALL_WINDOW}}})"
 
 
 def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, str, str]:
@@ -415,7 +430,12 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # string holds unescaped; Ollama's Cohere parser reads both calls)
         later = r"\G(?<=\}\s*,\s*)" if only_after_opener else r"(?<=\}\s*,?\s*)"
         # (the head in each branch: shared after the alternation it was quadratic under partial matching, above)
-        field: dict = {"open_pattern": "(?:" + "|".join(rf"{x}{head}" for x in (rf"{opener}\s*\[\s*", later, anywhere[1:]) if x) + ")"}
+        # A list of one call may be written as the call alone after the opener (``[TOOL_CALLS]{"name": …}``, ``Action:
+        # ```json {…} ``` ``; SGLang's JSON call parsers take an object where a list stands, ``parse_base_json``; Ollama's
+        # Cohere parser reads it): the list's ``[`` is optional there, not beside another spelling (whose own object
+        # stands after the opener).
+        bracket = r"\[\s*" if only_after_opener else r"(?:\[\s*)?"
+        field: dict = {"open_pattern": "(?:" + "|".join(rf"{x}{head}" for x in (rf"{opener}\s*{bracket}", later, anywhere[1:]) if x) + ")"}
         # With no section end, a bracket opener's end tag (``[TOOL_CALLS][…][/TOOL_CALLS]``: the ``[X]…[/X]`` pairs the
         # family's own markup writes, ``[INST]…[/INST]``) right after the list is consumed with it, never content.
         # Every other ``[`` after the list decides from the characters after it (a partial search prefers a whole match
@@ -440,7 +460,11 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # (or the turn's end right after the object: an array never closed; not beside another spelling, whose
         # arguments' own ``}`` stands there)
         cut = rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends and not only_after_opener else ""
-        close = rf"{obj_end}(?:\s*{',' if only_after_opener else ',?'}\s*(?={next_call})|{last}{cut})"
+        # (a call alone: its object's ``}`` also closes before the section's end, or where the text ends when everything
+        # since the opener, ``near`` it, is one whole object)
+        alone = "" if only_after_opener else ((rf"|\s*{then_space(section_end)}" if end else "")
+                                              + rf"|\Z{near(opener)}(?<=(?:{opener})\s*(?:{nested_value()}))")
+        close = rf"{obj_end}(?:\s*{',' if only_after_opener else ',?'}\s*(?={next_call})|{last}{cut}{alone})"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}
         nxt = "|".join(literals(_openers(t, start)))
