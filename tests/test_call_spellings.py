@@ -271,6 +271,33 @@ def test_a_json_call_list_of_one_may_be_the_call_alone(name, text, calls, conten
     assert [(n, a) for n, a in _calls(msg)] == calls and (msg.get("content") or "").strip() == content, msg
 
 
+@pytest.mark.parametrize("text", [
+    '<function name="get_weather"><param name="city">Paris</param></function>',  # as rendered
+    "<function name='get_weather'><param name='city'>Paris</param></function>",
+    "<function name='get_weather'><param name=\"city\">Paris</param></function>",
+    "Sure.\n<function name='get_weather'>\n<param name='city'>Paris</param>\n</function><|im_end|>",
+])
+def test_an_xml_attributes_value_may_be_single_quoted(text):
+    """XML quotes an attribute's value with ``'`` or ``"``: MiniCPM 5 models write ``<function name='f'>`` (mlx-lm's
+    parser reads both), whatever quote the template writes."""
+    msg = _parse("xml-cdata", text)
+    assert _calls(msg) == [WEATHER] and (msg.get("content") or "").strip() in ("", "Sure."), msg
+
+
+def test_a_single_quoted_call_whose_tags_type_its_values_stays_content():
+    """Where a tag's tail is a typed string's delimiter (DSML's ``string="true">``), a call written with ``'`` opens
+    nothing: opened, its values would match no argument and be lost; as content they stay visible."""
+    text = "<｜TX｜calls>\n<｜TX｜invoke name='f'>\n<｜TX｜param name='s' string='true'>keep me</｜TX｜param>\n</｜TX｜invoke>\n</｜TX｜calls><|turn_end|>"
+    msg = _parse("typed-attribute", text)
+    assert not msg.get("tool_calls") and "keep me" in (msg.get("content") or ""), msg
+
+
+def test_a_quote_inside_an_xml_attributes_value_stays_content():
+    """A name with a quote is no name (``name="a'b"`` opens no call), as before."""
+    msg = _parse("xml-cdata", "<function name=\"get'weather\"><param name='city'>Paris</param></function>")
+    assert not msg.get("tool_calls") and "get'weather" in msg.get("content", ""), msg
+
+
 @pytest.mark.parametrize("text, calls", [
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</calls><|im_end|>', [WEATHER]),  # as rendered
     ('<calls>\n{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": [9]}}}', [("get_weather", {"city": "Paris", "at": {"h": [9]}})]),

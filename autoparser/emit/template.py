@@ -360,6 +360,51 @@ def optional_namespace(pattern: str) -> str:
     return _NAMESPACE.sub(lambda m: f"(?:{m.group(1)})?", pattern)
 
 
+# A quote right after an attribute's ``=`` and before a group: ``name="(?P<name>…)"``, ``string="(?:true|false)"``.
+_ATTRIBUTE_OPEN = re.compile(r'(?<=[\w\-]=)(\\?")(?=\()')
+QUOTE = r"""["']"""
+
+
+def _group_end(pattern: str, i: int) -> int | None:
+    """The index after the group that opens at ``pattern[i]`` (escapes and character classes skipped), or None."""
+    depth, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i += 2 if pattern.startswith("[^", i) else 1
+            i += 1 if i < n and pattern[i] == "]" else 0
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def either_quote(pattern: str) -> str:
+    r"""An XML attribute's value may be quoted with ``'`` as with ``"`` (XML's own rule): MiniCPM 5 models write
+    ``<function name='f'><param name='k'>``, and mlx-lm's MiniCPM 5 and vLLM's MiniMax parsers read both. Where a
+    pattern writes a quote after an attribute's ``=``, then a group, then the same quote, either quote is taken
+    on each side."""
+    out, i = [], 0
+    for m in _ATTRIBUTE_OPEN.finditer(pattern):
+        if m.start() < i:
+            continue
+        end = _group_end(pattern, m.end())
+        if end is None or not pattern.startswith(m.group(1), end):
+            continue
+        out += [pattern[i:m.start()], QUOTE, pattern[m.end():end], QUOTE]
+        i = end + len(m.group(1))
+    return "".join(out) + pattern[i:]
+
+
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
     """Returns (response_template, warnings): the library form (``library``; ``served`` gives the engines')."""
     warnings: list[str] = []
@@ -548,11 +593,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")
     for f in fields.values():
+        # (not where a tag's tail is a typed string's delimiter, ``">``: a value after ``'>`` would match no argument,
+        # and a call that opened on ``name='f'`` would lose its values; such a call stays content, visible)
+        quotes = either_quote if not (f.get("content_args", {}).get("value_parser") or {}).get("args", {}).get("string_delims") else str
         for key in ("open_pattern", "close_pattern"):
             if key in f:
-                f[key] = bounded_whitespace(optional_namespace(f[key]))
+                f[key] = bounded_whitespace(quotes(optional_namespace(f[key])))
         if "tag_pattern" in f.get("content_args", {}):
-            f["content_args"]["tag_pattern"] = optional_namespace(f["content_args"]["tag_pattern"])
+            f["content_args"]["tag_pattern"] = quotes(optional_namespace(f["content_args"]["tag_pattern"]))
     spec["fields"] = fields
     spec = library(spec)
     loaded(spec)  # raises ValueError if transformers would refuse it
