@@ -276,12 +276,15 @@ def test_a_json_call_list_of_one_may_be_the_call_alone(name, text, calls, conten
     "<function name='get_weather'><param name='city'>Paris</param></function>",
     "<function name='get_weather'><param name=\"city\">Paris</param></function>",
     "Sure.\n<function name='get_weather'>\n<param name='city'>Paris</param>\n</function><|im_end|>",
+    "<function name='get_weather'><param name='city'>Paris</param><param name='days'>3</param></function>",
+    "<function name='get_weather'><param name='city'>Paris\n<param name='days'>3</param></function>",  # a value's end tag left out
 ])
 def test_an_xml_attributes_value_may_be_single_quoted(text):
     """XML quotes an attribute's value with ``'`` or ``"``: MiniCPM 5 models write ``<function name='f'>`` (mlx-lm's
     parser reads both), whatever quote the template writes."""
     msg = _parse("xml-cdata", text)
-    assert _calls(msg) == [WEATHER] and (msg.get("content") or "").strip() in ("", "Sure."), msg
+    expected = [("get_weather", {"city": "Paris", "days": "3"} if "days" in text else {"city": "Paris"})]
+    assert _calls(msg) == expected and (msg.get("content") or "").strip() in ("", "Sure."), msg
 
 
 def test_a_single_quoted_call_whose_tags_type_its_values_stays_content():

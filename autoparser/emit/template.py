@@ -360,9 +360,32 @@ def optional_namespace(pattern: str) -> str:
     return _NAMESPACE.sub(lambda m: f"(?:{m.group(1)})?", pattern)
 
 
-# A quote right after an attribute's ``=`` and before a group: ``name="(?P<name>…)"``, ``string="(?:true|false)"``.
-_ATTRIBUTE_OPEN = re.compile(r'(?<=[\w\-]=)(\\?")(?=\()')
+# A quote right after an attribute's ``=`` and before a group or a class: ``name="(?P<name>…)"``, ``string="(?:true|false)"``,
+# ``name="[^<>"\n=]+?"`` (the next key's tag in a look ahead).
+_ATTRIBUTE_OPEN = re.compile(r'(?<=[\w\-]=)(\\?")(?=[(\[])')
+_QUANTIFIER = re.compile(r"(?:[*+?]|\{\d*,?\d*\})[?+]?")
 QUOTE = r"""["']"""
+
+
+def _atom_end(pattern: str, i: int) -> int | None:
+    """The index after the group or the quantified class that opens at ``pattern[i]``, or None."""
+    if pattern[i] == "(":
+        return _group_end(pattern, i)
+    end = _class_end(pattern, i)
+    if end is None:
+        return None
+    q = _QUANTIFIER.match(pattern, end)
+    return q.end() if q else end
+
+
+def _class_end(pattern: str, i: int) -> int | None:
+    """The index after the character class that opens at ``pattern[i]``, or None."""
+    n = len(pattern)
+    i += 2 if pattern.startswith("[^", i) else 1
+    i += 1 if i < n and pattern[i] == "]" else 0
+    while i < n and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1 if i < n else None
 
 
 def _group_end(pattern: str, i: int) -> int | None:
@@ -374,10 +397,11 @@ def _group_end(pattern: str, i: int) -> int | None:
             i += 2
             continue
         if ch == "[":
-            i += 2 if pattern.startswith("[^", i) else 1
-            i += 1 if i < n and pattern[i] == "]" else 0
-            while i < n and pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
+            end = _class_end(pattern, i)
+            if end is None:
+                return None
+            i = end
+            continue
         elif ch == "(":
             depth += 1
         elif ch == ")":
@@ -391,13 +415,13 @@ def _group_end(pattern: str, i: int) -> int | None:
 def either_quote(pattern: str) -> str:
     r"""An XML attribute's value may be quoted with ``'`` as with ``"`` (XML's own rule): MiniCPM 5 models write
     ``<function name='f'><param name='k'>``, and mlx-lm's MiniCPM 5 and vLLM's MiniMax parsers read both. Where a
-    pattern writes a quote after an attribute's ``=``, then a group, then the same quote, either quote is taken
-    on each side."""
+    pattern writes a quote after an attribute's ``=``, then a group or a class, then the same quote, either quote is
+    taken on each side."""
     out, i = [], 0
     for m in _ATTRIBUTE_OPEN.finditer(pattern):
         if m.start() < i:
             continue
-        end = _group_end(pattern, m.end())
+        end = _atom_end(pattern, m.end())
         if end is None or not pattern.startswith(m.group(1), end):
             continue
         out += [pattern[i:m.start()], QUOTE, pattern[m.end():end], QUOTE]
