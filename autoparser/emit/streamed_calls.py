@@ -102,7 +102,7 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     # (a call alone: its ``}`` before the section's end, or where the text ends behind whole objects since the opener)
     if end:
         close += rf"|{obj_end}\s*{then_space(_flex(_loose(end)))}"
-    close += rf"|{obj_end}\Z{near(marker)}(?<={marker}\s*(?:{nested_value()}))"
+    close += rf"|{obj_end}\Z{whole_since(marker, near=True)}"
     field["close_pattern"] = close
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
                   "transform": _call_transform("{name}", "{content}", None)})
@@ -173,12 +173,14 @@ def _either_key(t: Tools) -> bool:
 EXTRA_BRACES = 8
 
 
-def near(opener: str) -> str:
-    r"""A look back for ``opener`` within ``2 * CALL_WINDOW`` characters, put before a look back over a whole value since
-    the opener behind ``\Z``: a stream's text ends at every delta, and one that ends right after a ``}`` inside a string
-    (code: ``print({'a': 1})``) ran that look back over the whole call each time (quadratic in a long argument). A
-    call alone longer than that which ends the text keeps its object's ``}`` in its arguments' text."""
-    return rf"(?<=(?:{opener})[\s\S]{{0,{2 * CALL_WINDOW}}})"
+def whole_since(opener: str, near: bool = False) -> str:
+    r"""A look back: everything since ``opener`` is one whole JSON value (nested at most ``VALUE_DEPTH`` deep).
+    ``near``: the opener within ``2 * CALL_WINDOW`` characters first, for a look behind ``\Z``: a stream's text ends
+    at every delta, and one that ends right after a ``}`` inside a string (code: ``print({'a': 1})``) ran the look
+    back over the whole call each time (quadratic in a long argument). A call alone longer than that which ends
+    the text keeps its object's ``}`` in its arguments' text."""
+    bound = rf"(?<=(?:{opener})[\s\S]{{0,{2 * CALL_WINDOW}}})" if near else ""
+    return rf"{bound}(?<=(?:{opener})\s*(?:{nested_value()}))"
 
 
 def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, str, str]:
@@ -248,9 +250,11 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # writes them; mlx-lm's parsers drop them): where everything since the opener is one whole object (a look back,
     # run only after a ``}`` that follows a ``}`` or ``]``), they close the call, never a nested ``}``.
     marks = "|".join([then_space(close), *(rf"(?={e})" for e in literals(ends))])
-    # (also at the text's end: a partial search prefers the whole match a later ``}`` makes with the text's end to a
-    # pending one here, so without it the object's ``}`` was streamed into the arguments before the next arrived)
-    extra = rf"(?<=(?:{opener})\s*(?:{nested_value()}))(?:\s*\}}){{1,{EXTRA_BRACES}}}\s*(?:{marks}|\Z)"
+    # (the look back only where a ``}`` follows, which has arrived: a look ahead that reaches the buffer's edge fails
+    # rather than pends; also at the text's end: a partial search prefers the whole match a later ``}`` makes with the
+    # text's end to a pending one here, so without it the object's ``}`` was streamed into the arguments before the
+    # next arrived)
+    extra = rf"(?=\s*\}}){whole_since(opener)}(?:\s*\}}){{1,{EXTRA_BRACES}}}\s*(?:{marks}|\Z)"
     after = "|".join([in_list, *shaped_close, rf"\s*(?={finals})", extra])
     field["close_pattern"] = rf"{tail}\s*{then_space(close)}|(?<=[}}\]]){tail}(?:{after})|{FUNCTION_TAG_CLOSE}"
     field.update({"repeats": True, "content": "json", "content_args": {"allow_non_json": True},
@@ -461,9 +465,9 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # arguments' own ``}`` stands there)
         cut = rf"|\s*(?={'|'.join(turn_ends)})" if turn_ends and not only_after_opener else ""
         # (a call alone: its object's ``}`` also closes before the section's end, or where the text ends when everything
-        # since the opener, ``near`` it, is one whole object)
+        # since the opener, near it, is one whole object)
         alone = "" if only_after_opener else ((rf"|\s*{then_space(section_end)}" if end else "")
-                                              + rf"|\Z{near(opener)}(?<=(?:{opener})\s*(?:{nested_value()}))")
+                                              + rf"|\Z{whole_since(opener, near=True)}")
         close = rf"{obj_end}(?:\s*{',' if only_after_opener else ',?'}\s*(?={next_call})|{last}{cut}{alone})"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}

@@ -368,47 +368,18 @@ QUOTE = r"""["']"""
 
 
 def _atom_end(pattern: str, i: int) -> int | None:
-    """The index after the group or the quantified class that opens at ``pattern[i]``, or None."""
-    if pattern[i] == "(":
-        return _group_end(pattern, i)
-    end = _class_end(pattern, i)
-    if end is None:
+    """The index after the group, or the quantified class, that opens at ``pattern[i]``, or None."""
+    m = _STRUCTURE.match(pattern, i)
+    if m is None or m.group()[0] not in "([":
         return None
-    q = _QUANTIFIER.match(pattern, end)
-    return q.end() if q else end
-
-
-def _class_end(pattern: str, i: int) -> int | None:
-    """The index after the character class that opens at ``pattern[i]``, or None."""
-    n = len(pattern)
-    i += 2 if pattern.startswith("[^", i) else 1
-    i += 1 if i < n and pattern[i] == "]" else 0
-    while i < n and pattern[i] != "]":
-        i += 2 if pattern[i] == "\\" else 1
-    return i + 1 if i < n else None
-
-
-def _group_end(pattern: str, i: int) -> int | None:
-    """The index after the group that opens at ``pattern[i]`` (escapes and character classes skipped), or None."""
-    depth, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            end = _class_end(pattern, i)
-            if end is None:
-                return None
-            i = end
-            continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
+    if m.group() != "(":
+        q = _QUANTIFIER.match(pattern, m.end())
+        return q.end() if q else m.end()
+    depth = 0
+    for m in _STRUCTURE.finditer(pattern, i):
+        depth += (m.group() == "(") - (m.group() == ")")
+        if depth == 0:
+            return m.end()
     return None
 
 
@@ -619,12 +590,17 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
     for f in fields.values():
         # (not where a tag's tail is a typed string's delimiter, ``">``: a value after ``'>`` would match no argument,
         # and a call that opened on ``name='f'`` would lose its values; such a call stays content, visible)
-        quotes = either_quote if not (f.get("content_args", {}).get("value_parser") or {}).get("args", {}).get("string_delims") else str
+        typed = bool((f.get("content_args", {}).get("value_parser") or {}).get("args", {}).get("string_delims"))
+
+        def spelt(pattern: str) -> str:
+            pattern = optional_namespace(pattern)
+            return pattern if typed else either_quote(pattern)
+
         for key in ("open_pattern", "close_pattern"):
             if key in f:
-                f[key] = bounded_whitespace(quotes(optional_namespace(f[key])))
+                f[key] = bounded_whitespace(spelt(f[key]))
         if "tag_pattern" in f.get("content_args", {}):
-            f["content_args"]["tag_pattern"] = quotes(optional_namespace(f["content_args"]["tag_pattern"]))
+            f["content_args"]["tag_pattern"] = spelt(f["content_args"]["tag_pattern"])
     spec["fields"] = fields
     spec = library(spec)
     loaded(spec)  # raises ValueError if transformers would refuse it
