@@ -981,3 +981,43 @@ def test_a_comma_left_out_between_two_keyed_calls_still_parts_them():
     second call came back inside the first one's arguments."""
     msg = _parse("json-array-ids", '<|calls|>[{"id": "c1", "name": "a", "arguments": {}}{"id": "c2", "name": "b", "arguments": {"x": "{not json}"}}]')
     assert _calls(msg) == [("a", {}), ("b", {"x": "{not json}"})] and not msg.get("content"), msg
+
+
+SHORT_ARGS_CALLS = [
+    ("tag-json", "<invoke:get_weather>@@</invoke>"),
+    ("bracket-no-close", "[CALL]get_weather[ARGS]@@"),
+    ("prefixed-indexed", "<|calls|><|call|>tools.get_weather:0<|args|>@@<|/call|><|/calls|>"),
+    ("wrapped-bracket", "[CALLS]get_weather[ID]call00001[ARGS]@@[END]"),
+]
+
+
+@pytest.mark.parametrize("name, call", SHORT_ARGS_CALLS, ids=[n for n, _ in SHORT_ARGS_CALLS])
+@pytest.mark.parametrize("args, cut", [
+    ('{"city": "Pa', True),  # a token limit inside the arguments
+    ('{"city": "Paris", "days": ', True),
+    ("{invalid json}", False),
+    ('{"city": Paris}', False),
+    ("{'city': 'Paris'}", False),  # a Python dict where JSON stands
+    ('{"city": "Paris", "days": three}', False),
+])
+def test_a_call_whose_short_arguments_are_no_json_stays_content(name, call, args, cut):
+    """A call is one only when its arguments are (FORMATS §9, malformed calls): within the window, a whole JSON
+    object; a cut or malformed one stays in content, as written, not a call whose arguments are its text."""
+    text = "Let me check. " + (call[: call.index("@@")] + args if cut else call.replace("@@", args))
+    msg = _parse(name, text)
+    assert not msg.get("tool_calls"), msg
+    assert "get_weather" in msg["content"] and args.rstrip() in msg["content"], msg
+
+
+@pytest.mark.parametrize("name, call", SHORT_ARGS_CALLS, ids=[n for n, _ in SHORT_ARGS_CALLS])
+@pytest.mark.parametrize("args, arguments", [
+    ('{"city": "Paris", "days": 3}', {"city": "Paris", "days": 3}),
+    ('{"a": [1, {"b": null}], "s": "\\u00e9 } ]"}', {"a": [1, {"b": None}], "s": "é } ]"}),
+    # a raw line break inside a string (code written with its lines): JSON as a lenient reader takes it, so a call;
+    # its arguments come back as their text, which the json parser cannot read
+    ('{"code": "a = 1\nb = 2"}', '{"code": "a = 1\nb = 2"}'),
+])
+def test_a_call_whose_arguments_are_json_is_a_call(name, call, args, arguments):
+    msg = _parse(name, "Let me check. " + call.replace("@@", args))
+    assert _calls(msg) == [("get_weather", arguments)]
+    assert msg["content"] == "Let me check."

@@ -8,7 +8,7 @@ import dataclasses
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from .guard import _W, _Dialect, nested_value, never_raises
+from .guard import _NUMBER, _W, VALUE_DEPTH, _Dialect, nested_value, never_raises
 from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
@@ -192,7 +192,7 @@ def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, 
     opener = "(?:" + "|".join(_flex(_loose(o)) for o in openers) + ")"
     close = _flex(_loose(end))
     stops = "|".join([close, *literals(ends)])
-    first = rf"(?=(?:(?!\}}\s*(?:{stops}))[\s\S]){{0,{CALL_WINDOW}}}+(?:\}}\s*(?:{stops})|(?<=\}}\s*)\Z))"
+    first = rf"(?=[\s\S]{{0,{CALL_WINDOW}}}?\}}\s*(?:{stops}|\Z))"
     return opener, close, stops, first
 
 
@@ -225,7 +225,7 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # (closing braces a model writes after the call's object, before its close: ``{…}}}</tool_call>``, below)
     short = rf"{first}(?=\s*+(?&jb)(?:\s*\}}){{0,{EXTRA_BRACES}}}\s*(?:{stops}|\Z)){shape}"
     head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
-    long = rf"(?=\s*{head}(?:(?!{stops})[\s\S]){{{CALL_WINDOW}}})"
+    long = rf"(?=\s*{head}(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))[\s\S]{{{CALL_WINDOW}}})"
     pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
     # Up to the arguments: the object's ``{`` and the keys before them (the name among them, or not).
     to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
@@ -581,14 +581,62 @@ def _with_call_list(field: dict, t: Tools, ends: list[str]) -> dict:
             "close_pattern": f"(?:{field['close_pattern']})|(?:{keyed['close_pattern']})"}
 
 
+# JSON's tokens between balanced brackets: strings closed, with JSON's escapes (a raw control character allowed: code
+# written with its line breaks, which models do and vLLM's parsers pass on), numbers, ``true``, ``false``, ``null``
+# and punctuation, nothing else: a value cut off, a bare word or a single-quoted string fails. Neither the order of
+# the tokens nor the kind of each closing bracket is checked, and a value nests at most ``VALUE_DEPTH`` deep: written
+# out level by level, with no subroutine (the grammar of ``guard``, a subroutine per value, cost four times as much:
+# the regex module saves every repeat's state at each call).
+_TOKENS = (r'[ \t\n\r,:]++|"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"|' + _NUMBER + r"|true|false|null")
+
+
+def _balanced_tokens() -> str:
+    value = rf"[{{\[](?:{_TOKENS})*+[}}\]]"
+    for _ in range(VALUE_DEPTH - 2):
+        value = rf"[{{\[](?:{_TOKENS}|{value})*+[}}\]]"
+    return rf"\{{(?:{_TOKENS}|{value})*+\}}"
+
+
+_BALANCED_TOKENS = _balanced_tokens()
+
+
+def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
+    r"""A call whose JSON arguments follow a header of markers (``<｜tool▁call▁begin｜>f<｜tool▁sep｜>{…}``,
+    ``[TOOL_CALLS]f[ARGS]{…}``, ``<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}``,
+    ``<function=f>{…}</function>``) is one only when its arguments are: within ``CALL_WINDOW`` characters, an object
+    of JSON's tokens between balanced brackets (``_BALANCED_TOKENS``); past them, the header decides, as ``_json_whole``
+    decides a call object. A call cut off inside
+    its short arguments (a token limit) or whose arguments are no JSON (``{invalid}``, a string missing its
+    closing quote) stays in content, visible, as the families' parsers leave it (llama.cpp, SGLang's detectors,
+    vLLM's Mistral and DeepSeek parsers, Ollama); before, it was a call whose ``arguments`` were its text, which
+    no tool can run. What follows the arguments is the close's business, as before. The window's stops are the
+    markers that end a call (its close, the next call's opener, the section's end, the turn's end): a window
+    that holds one is decided by the arguments, read at most up to where they end."""
+    a = t.arguments
+    if (field is None or field.get("content") != "json" or a.kind != "json" or a.string_delims or a.unquoted_keys
+            or t.format not in ("TAG_WITH_JSON", "TAG_WITH_TAGGED") or "(?(DEFINE)" in field.get("open_pattern", "")
+            or not t.header_pattern):
+        return field
+    marks = [t.call_end.strip(), t.call_start.strip(), t.section_end.strip(), *(e.strip() for e in ends)]
+    stops = "|".join(_flex(_loose(m)) for m in dict.fromkeys(m for m in marks if m))
+    # (a window of characters, then no stop starting in it: a repeat of a looked-ahead character made every subroutine
+    # call of the short branch save 512 iterations' state)
+    long = rf"(?=[\s\S]{{{CALL_WINDOW}}})" + (rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))" if stops else "")
+    short = rf"(?=\s*+{_BALANCED_TOKENS})"
+    return {**field, "open_pattern": rf"(?:{field['open_pattern']})(?:{short}|{long})",
+            "content_args": {**(field.get("content_args") or {}), "allow_non_json": True}}
+
+
 def streamed_tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     """``tools.tool_field``, with the JSON call formats this module bounds built here (docs/FORMATS.md §9)."""
     t = a.tools
     if _call_list_too(t):
         field, w = tool_field(a)
+        field = _args_decided(field, t, list(a.turn.end_markers))
         return (_with_call_list(field, t, list(a.turn.end_markers)) if field else field), w
     if t.format != "JSON_NATIVE" or t.family in ("unknown", "nameless") or not (_plain_json(t) or _quoted_dialect(t)):
-        return tool_field(a)
+        field, w = tool_field(a)
+        return _args_decided(field, t, list(a.turn.end_markers)), w
     start, end = t.call_start.strip(), t.call_end.strip()
     if t.content_opener:  # the content with the calls comes first; the calls open after it
         start = start[len(t.content_opener):].strip()
