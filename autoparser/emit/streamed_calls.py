@@ -591,10 +591,12 @@ _TOKENS = (r'[ \t\n\r,:]++|"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"|' 
 
 
 def _balanced_tokens() -> str:
+    """A JSON value so read: an object or array, or a scalar token (``null``; a string of JSON, arguments a model
+    wrote so, which the region reads as written)."""
     value = rf"[{{\[](?:{_TOKENS})*+[}}\]]"
-    for _ in range(VALUE_DEPTH - 2):
+    for _ in range(VALUE_DEPTH - 1):
         value = rf"[{{\[](?:{_TOKENS}|{value})*+[}}\]]"
-    return rf"\{{(?:{_TOKENS}|{value})*+\}}"
+    return rf"(?:{value}|{_TOKENS.split('|', 1)[1]})"
 
 
 _BALANCED_TOKENS = _balanced_tokens()
