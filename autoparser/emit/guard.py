@@ -83,14 +83,15 @@ class _Dialect:
                 rf"(?P<jb>\{{(?:[^{{}}\"{self.firsts}]++|{self.skip_string}|(?&jb))*+\}}"
                 rf"|\[(?:[^\[\]\"{self.firsts}]++|{self.skip_string}|(?&jb))*+\]))")
 
-    def object_with(self, keys) -> str:
-        """An object that has each of ``keys`` at its top level, in any order."""
+    def object_with(self, keys, whole: bool = True) -> str:
+        """An object that has each of ``keys`` at its top level, in any order; not ``whole``: only that it starts
+        so (the caller checks the value another way)."""
         # Each key is found by skipping earlier pairs with the balanced check (the object's grammar is
         # checked after): matching every pair with the grammar parsed the whole object again for each key.
         key = self.skip_string + (f"|{_BARE}" if self.unquoted else "")
         skip = rf"(?:{key}){_W}:(?:[^{{}}\[\],\"{self.firsts}]++|{self.skip_string}|(?&jb))*+,{_W}"
         need = "".join(rf"(?={_W}(?:{skip})*?{self.key(k)}{_W}:)" for k in keys)
-        return rf"(?=\{{{need})(?&jo)"
+        return rf"(?=\{{{need})(?&jo)" if whole else rf"(?=\{{{need})"
 
 
 TELL = 20  # characters after a JSON value that tell its close from other text (longer than any end marker)

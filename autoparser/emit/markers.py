@@ -147,3 +147,22 @@ def _call_transform(name: str, args: str, id_: str | None) -> dict:
         t["id"] = id_
     t["function"] = {"name": name, "arguments": args}
     return t
+
+
+# What a top-level scan must see: an escape, a whole character class, a group's parentheses, an alternation.
+_STRUCTURE = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|[()|]", re.S)
+
+
+def _branches(pattern: str) -> list[str]:
+    """``pattern`` split at the alternations of its top level (outside groups and classes)."""
+    out, depth, start = [], 0, 0
+    for m in _STRUCTURE.finditer(pattern):
+        ch = m.group()
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:m.start()])
+            start = m.end()
+    return [*out, pattern[start:]]

@@ -9,11 +9,32 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from .guard import _NUMBER, _W, VALUE_DEPTH, _Dialect, nested_value, never_raises
-from .markers import _call_transform, _flex, esc, literals, then_space, without_groups
+from .markers import _branches, _call_transform, _flex, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
+
+
+# JSON's tokens between balanced brackets: strings closed, with JSON's escapes (a raw control character allowed: code
+# written with its line breaks, which models do and vLLM's parsers pass on), numbers, ``true``, ``false``, ``null``
+# and punctuation, nothing else: a value cut off, a bare word or a single-quoted string fails. Neither the order of
+# the tokens nor the kind of each closing bracket is checked, and a value nests at most ``VALUE_DEPTH`` deep: written
+# out level by level, with no subroutine (the grammar of ``guard``, a subroutine per value, cost four times as much:
+# the regex module saves every repeat's state at each call).
+_TOKENS = (r'[ \t\n\r,:]++|"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"|' + _NUMBER + r"|true|false|null")
+
+
+def _balanced_tokens() -> str:
+    """A JSON value so read: an object or array, or a scalar token (``null``; a string of JSON, arguments a model
+    wrote so, which the region reads as written)."""
+    value = rf"[{{\[](?:{_TOKENS})*+[}}\]]"
+    for _ in range(VALUE_DEPTH - 1):
+        value = rf"[{{\[](?:{_TOKENS}|{value})*+[}}\]]"
+    return rf"(?:{value}|{_TOKENS.split('|', 1)[1]})"
+
+
+_BALANCED_TOKENS = _balanced_tokens()
 
 
 def _loose(literal: str) -> str:
@@ -71,13 +92,14 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     opener = marker + r"\s*(?:\[\s*)?"
     finals = ([_flex(_loose(end))] if end else []) + literals(ends)
     stops = "|".join(finals) if finals else ""
-    no_stop = f"(?!{stops})" if stops else ""
     dialect = _Dialect()
     # The arguments under either key, ``arguments`` or ``parameters`` (as ``_json_whole``: the family's parsers
     # read both whatever the template writes).
-    short = rf"(?=(?&jb)\s*(?:[,\]]{'|' + stops if stops else ''}|\Z))(?={dialect.object_with(['name', ARGS_KEYS])})"
+    # (the object JSON's tokens between balanced brackets, ``_BALANCED_TOKENS``, as ``_json_whole`` checks it)
+    short = rf"(?={_BALANCED_TOKENS}\s*(?:[,\]]{'|' + stops if stops else ''}|\Z))(?={dialect.object_with(['name', ARGS_KEYS], whole=False)})"
     args_key = args_keys(t)
-    long = rf"(?={_call_head(t, capture=False, args=args_key)[1]}(?:{no_stop}[\s\S]){{{CALL_WINDOW}}})"
+    no_stop = rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))" if stops else ""
+    long = rf"(?={_call_head(t, capture=False, args=args_key)[1]}{no_stop}[\s\S]{{{CALL_WINDOW}}})"
     # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
     # arguments; a short object with its arguments first has its name captured by a look past them.
     name_key, named = _call_head(t, args=args_key)
@@ -221,9 +243,10 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # The object has a name and an arguments key (either spelling), found by skipping pairs as ``object_with``.
     skip = rf'(?:{dialect.skip_string}){_W}:(?:[^{{}}\[\],\"]++|{dialect.skip_string}|(?&jb))*+,{_W}'
     name = rf'(?={_W}(?:{skip})*?"name"{_W}:{_W}"(?P<name>{NAME})"{_W}[,}}])'
-    shape = rf"(?={_W}(?=\{{{name}(?={_W}(?:{skip})*?\"{keys}\"{_W}:))(?&jo))"
-    # (closing braces a model writes after the call's object, before its close: ``{…}}}</tool_call>``, below)
-    short = rf"{first}(?=\s*+(?&jb)(?:\s*\}}){{0,{EXTRA_BRACES}}}\s*(?:{stops}|\Z)){shape}"
+    shape = rf"(?={_W}\{{{name}(?={_W}(?:{skip})*?\"{keys}\"{_W}:))"
+    # (closing braces a model writes after the call's object, before its close: ``{…}}}</tool_call>``, below; the
+    # object JSON's tokens between balanced brackets, ``_BALANCED_TOKENS``: the grammar's subroutines cost 4x)
+    short = rf"{first}(?=\s*+{_BALANCED_TOKENS}(?:\s*\}}){{0,{EXTRA_BRACES}}}\s*(?:{stops}|\Z)){shape}"
     head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
     long = rf"(?=\s*{head}(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))[\s\S]{{{CALL_WINDOW}}})"
     pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
@@ -581,27 +604,6 @@ def _with_call_list(field: dict, t: Tools, ends: list[str]) -> dict:
             "close_pattern": f"(?:{field['close_pattern']})|(?:{keyed['close_pattern']})"}
 
 
-# JSON's tokens between balanced brackets: strings closed, with JSON's escapes (a raw control character allowed: code
-# written with its line breaks, which models do and vLLM's parsers pass on), numbers, ``true``, ``false``, ``null``
-# and punctuation, nothing else: a value cut off, a bare word or a single-quoted string fails. Neither the order of
-# the tokens nor the kind of each closing bracket is checked, and a value nests at most ``VALUE_DEPTH`` deep: written
-# out level by level, with no subroutine (the grammar of ``guard``, a subroutine per value, cost four times as much:
-# the regex module saves every repeat's state at each call).
-_TOKENS = (r'[ \t\n\r,:]++|"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"|' + _NUMBER + r"|true|false|null")
-
-
-def _balanced_tokens() -> str:
-    """A JSON value so read: an object or array, or a scalar token (``null``; a string of JSON, arguments a model
-    wrote so, which the region reads as written)."""
-    value = rf"[{{\[](?:{_TOKENS})*+[}}\]]"
-    for _ in range(VALUE_DEPTH - 1):
-        value = rf"[{{\[](?:{_TOKENS}|{value})*+[}}\]]"
-    return rf"(?:{value}|{_TOKENS.split('|', 1)[1]})"
-
-
-_BALANCED_TOKENS = _balanced_tokens()
-
-
 def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
     r"""A call whose JSON arguments follow a header of markers (``<｜tool▁call▁begin｜>f<｜tool▁sep｜>{…}``,
     ``[TOOL_CALLS]f[ARGS]{…}``, ``<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}``,
@@ -625,7 +627,10 @@ def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
     # call of the short branch save 512 iterations' state)
     long = rf"(?=[\s\S]{{{CALL_WINDOW}}})" + (rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))" if stops else "")
     short = rf"(?=\s*+{_BALANCED_TOKENS})"
-    return {**field, "open_pattern": rf"(?:{field['open_pattern']})(?:{short}|{long})",
+    # (after each branch of the open, not around them all: a branch that starts with a literal is where the implicit
+    # content's close stops its scan, ``template._implicit_close``, and a group around the branches hid them)
+    decide = f"(?:{short}|{long})"
+    return {**field, "open_pattern": "|".join(b + decide for b in _branches(field["open_pattern"])),
             "content_args": {**(field.get("content_args") or {}), "allow_non_json": True}}
 
 

@@ -26,7 +26,7 @@ from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .streamed_calls import streamed_tool_field
-from .markers import SPECIAL_TOKEN, SPECIAL, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
+from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -245,25 +245,6 @@ def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str,
 
 
 _EMPTY_GROUPS = re.compile(r"^(?:\(\?P<\w+>\))+")  # a branch's empty default captures (``guard._id_default``)
-
-
-# What a top-level scan must see: an escape, a whole character class, a group's parentheses, an alternation.
-_STRUCTURE = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|[()|]", re.S)
-
-
-def _branches(pattern: str) -> list[str]:
-    """``pattern`` split at the alternations of its top level (outside groups and classes)."""
-    out, depth, start = [], 0, 0
-    for m in _STRUCTURE.finditer(pattern):
-        ch = m.group()
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            out.append(pattern[start:m.start()])
-            start = m.end()
-    return [*out, pattern[start:]]
 
 
 _TOKEN = re.compile(r"\\([^\w])|\\([ntr])|([^\\()\[\].^$|?*+{}])", re.S)
