@@ -644,3 +644,17 @@ def test_a_turn_end_seen_only_between_turns_is_found_whole():
     assert "<|assistant_end|>" in res.analysis.turn.end_markers
     for msg in both(res.template, "Hello there.<|assistant_end|>"):
         assert msg.get("content") == "Hello there.", msg
+
+
+def test_reasoning_that_calls_end_resumes_after_them_where_its_close_follows():
+    """TOOLS_ONLY reasoning (calls written inside it end it, Kimi K2 Thinking's) resumes after the call section
+    when its close follows (FORMATS §3): the text between is reasoning, not content with the close marker in it."""
+    spec = template("tools-only-section")
+    call = '<|calls|><|call|>get_weather<|args|>{"city": "Paris"}<|/call|><|/calls|>'
+    for msg in both(spec, f"<think>First.{call}Then more.</think>Done.<|done|>"):
+        assert (msg.get("thinking"), msg.get("content")) == ("First.\n\nThen more.", "Done."), msg
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"]
+    for msg in both(spec, f"<think>First.{call}Answer with no close.<|done|>"):  # no close after: content, as before
+        assert (msg.get("thinking"), msg.get("content")) == ("First.", "Answer with no close."), msg
+    for msg in both(spec, f"<think>First.</think>{call}Done.<|done|>"):  # closed before the calls: as before
+        assert (msg.get("thinking"), msg.get("content")) == ("First.", "Done."), msg

@@ -178,6 +178,24 @@ def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str
     return "".join(rf"|(?={esc(o)}(?:(?!{stop})[\s\S]){{0,{CALLS_AFTER_REASONING_WINDOW}}}?{esc(closer[-1])}\s*(?:{tail}))" for o in openers)
 
 
+RESUMED_WINDOW = 512  # how far past a call section's end the reasoning's close makes the text before it reasoning
+
+
+def resumed_after_calls(a: Analysis, stops: list[str]) -> str:
+    r"""Reasoning that calls end (TOOLS_ONLY: Kimi K2 Thinking writes its calls inside ``<think>``) resumes after
+    them: ``<think>A<|tool_calls_section_begin|>…<|tool_calls_section_end|>B</think>Hello`` is reasoning ``A`` and
+    ``B``, content ``Hello`` (llama.cpp's Kimi K2 parser reads it so). An open alternative on the call section's
+    end marker, where the reasoning's close follows within ``RESUMED_WINDOW`` characters with no opener, call or
+    turn's end between; before, ``B</think>`` came back in the content, the close marker with it. The section's
+    end is the open's (consumed as it was); a reply whose calls end it is untouched."""
+    t, r = a.tools, a.reasoning
+    sec_end = t.section_end.strip()
+    if not (sec_end and r.end and markers(sec_end) and markers(sec_end)[-1] == sec_end):
+        return ""
+    stop = "|".join(literals([r.end, r.start, *stops]))
+    return rf"|{esc(sec_end)}\s*(?=(?:(?!{stop})[\s\S]){{0,{RESUMED_WINDOW}}}?{_flex(r.end)})"
+
+
 def delimited_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> dict:
     r"""Reasoning marked only by its end (``R<|/thought|>C``): what precedes the end is reasoning where the end
     comes within ``LONE_CLOSE_WINDOW`` characters of the reply's start (before a call or the turn's end), or
@@ -408,6 +426,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 # reasoning that spells the call format (Seed-OSS quoting ``<seed:tool_call>…``) would make a
                 # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
                 f["close_pattern"] = then_space(_flex(r.end)) + f"|(?={'|'.join(map(esc, openers))})"
+                f["open_pattern"] += resumed_after_calls(a, stops)
             elif r.end:
                 # (``_flex``: whitespace between the end's markers and words, ``<|close|> think<|sep|>``)
                 f["close_pattern"] = then_space(_flex(r.end)) + calls_end_reasoning(a, ends, openers)
