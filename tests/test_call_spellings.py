@@ -1021,3 +1021,11 @@ def test_a_call_whose_arguments_are_json_is_a_call(name, call, args, arguments):
     msg = _parse(name, "Let me check. " + call.replace("@@", args))
     assert _calls(msg) == [("get_weather", arguments)]
     assert msg["content"] == "Let me check."
+
+
+@pytest.mark.parametrize("cut", ["<", "</", "</inv", "</invoke"])
+def test_a_text_cut_inside_a_calls_close_ends_the_call(cut):
+    """A token limit inside a close marker several tokens long (``</function>``): what arrived of the close
+    ends the call, its arguments read without it (FORMATS §9); before, they came back as text, ``{…}</inv``."""
+    msg = _parse("tag-json", 'Let me check.<invoke:get_weather>{"city": "Paris"}' + cut)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg["content"] == "Let me check.", msg
