@@ -123,3 +123,16 @@ def test_the_tokenizers_eos_left_in_the_text_ends_the_reply(text, content, calls
     msg = parse_response(text, autoparser.infer_result(src, tokens).template, prefix=generation_prompt(src, tokens))
     assert msg.get("content") == content
     assert [c["function"]["name"] for c in msg.get("tool_calls") or []] == calls
+
+
+
+@pytest.mark.parametrize("body", [" city=Paris days=3", '\n{"city": "Paris"}', " please check Paris"])
+def test_a_tagged_call_whose_body_no_argument_tag_holds_stays_content(body):
+    """A tagged call's body that is text, not its argument tags (``<tool_call>multiply a=1 b=2</tool_call>``,
+    JSON after the name's line): no argument this field reads, so no call (FORMATS §7b); before, a call with no
+    arguments, the text silently gone. Markup before the first argument tag is no text: it still opens."""
+    text = f"Let me check.<call>get_weather{body}</call><|im_end|>"
+    msg = _parse("kv-tagged", text)
+    assert not _calls(msg) and "get_weather" + body in msg["content"], msg
+    assert _calls(_parse("kv-tagged", "<call>get_weather\n<args><k>city</k><v>Paris</v></call><|im_end|>")) == [("get_weather", {"city": "Paris"})]
+    assert _calls(_parse("kv-tagged", "<call>get_time</call><|im_end|>")) == [("get_time", {})]

@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
+from .markers import _branches, ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
 from .typed import JSON_PAIR, tagged_value, typed_by_attribute, typed_value_parser
 
@@ -360,6 +360,26 @@ def _args_tagged(t: Tools) -> bool:
     return t.arguments.kind == "tagged"
 
 
+def _tagged_body(t: Tools, ends: list[str]) -> str:
+    r"""A look after a tagged call's header: its first argument's tag, its close, a turn's end or the text's end
+    follows (after whitespace). A body that is other text (``<tool_call>multiply a=1 b=2</tool_call>``, JSON after
+    the name's line) is no argument this field reads: the call was one with no arguments, the text silently
+    gone (a call run with arguments missing); now it is content, visible. Text between two arguments is still
+    not read."""
+    a = t.arguments
+    kp, ce = a.key_prefix.strip(), t.call_end.strip()
+    lead = re.match(r"""[^\s="']+""", kp)
+    if not lead or typed_by_attribute(a.key_suffix, a.value_suffix, a.typed_key_suffix):
+        return ""  # (a tag that types its value also reads JSON members, ``typed.JSON_PAIR``: JSON there is read)
+    first = MARKER.match(ce)
+    closes = [_flex(ce)] + ([esc(first.group(0))] if first and first.group(0) != ce else [])
+    shared = shared_lead(kp, a.value_suffix.strip())  # (Kimi K3: the key's marker written once, ``_key_prefix_pattern``)
+    key = _flex(lead.group(0)) + (rf"|(?<={esc(shared)}){_flex(lead.group(0)[len(shared):])}" if shared and lead.group(0).startswith(shared) else "")
+    alts = [key, *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z"]
+    # (markup before the first argument is no text: a wrapper the model adds, ``<arguments><param …>``)
+    return rf"(?=\s*(?:<[^<>\s][^<>]*>\s*)*(?:{'|'.join(alts)}))"
+
+
 def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
     r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
     </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
@@ -487,6 +507,11 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         open_pattern = header
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
     self_closing = _self_closing(opener, ce, open_pattern) if _args_tagged(t) else None
+    tagged = _tagged_body(t, ends) if _args_tagged(t) else ""
+    if tagged:
+        open_pattern = (self_closing[: -len(r"(?:>|\s*/>)")] + rf"(?:>{tagged}|\s*/>)" if self_closing
+                        else "|".join(b + tagged for b in _branches(open_pattern)))
+        self_closing = None
     field: dict = {"open_pattern": space_before_tokens(self_closing or open_pattern)}
     # JSON arguments end at their object's ``}``: the call's close, or the next call's opener, written inside a
     # string argument (code that quotes the format, ``"see </function> here"``) is the string's. A call whose object
