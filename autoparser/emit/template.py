@@ -25,7 +25,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
-from .streamed_calls import streamed_tool_field
+from .streamed_calls import _BALANCED_TOKENS, streamed_tool_field
 from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
@@ -44,6 +44,11 @@ def bounded_whitespace(pattern: str) -> str:
     n = len(pattern)
     while i < n:
         c = pattern[i]
+        if c == "(" and pattern.startswith(_BALANCED_TOKENS, i):  # a written-out JSON check: no whitespace run in it
+            out.append(_BALANCED_TOKENS)
+            i += len(_BALANCED_TOKENS)
+            closed = False
+            continue
         if c not in "\\()|[]":  # most characters: no syntax this walk reads (a call field's patterns run to thousands)
             out.append(c)
             i += 1
