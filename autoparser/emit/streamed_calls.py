@@ -607,13 +607,14 @@ def _with_call_list(field: dict, t: Tools, ends: list[str]) -> dict:
 def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
     r"""A call whose JSON arguments follow a header of markers (``<｜tool▁call▁begin｜>f<｜tool▁sep｜>{…}``,
     ``[TOOL_CALLS]f[ARGS]{…}``, ``<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}``,
-    ``<function=f>{…}</function>``) is one only when its arguments are: within ``CALL_WINDOW`` characters, an object
-    of JSON's tokens between balanced brackets (``_BALANCED_TOKENS``); past them, the header decides, as ``_json_whole``
-    decides a call object. A call cut off inside
-    its short arguments (a token limit) or whose arguments are no JSON (``{invalid}``, a string missing its
-    closing quote) stays in content, visible, as the families' parsers leave it (llama.cpp, SGLang's detectors,
-    vLLM's Mistral and DeepSeek parsers, Ollama); before, it was a call whose ``arguments`` were its text, which
-    no tool can run. What follows the arguments is the close's business, as before. The window's stops are the
+    ``<function=f>{…}</function>``) is one only when its arguments are: within ``CALL_WINDOW`` characters, a JSON
+    value (``_BALANCED_TOKENS``: JSON's tokens between balanced brackets, or a scalar); past them, the header decides,
+    as ``_json_whole`` decides a call object. A call cut off inside its short arguments (a token limit) or whose
+    arguments are no JSON (``{invalid}``, a string missing its closing quote) stays in content, visible, as the
+    families' parsers leave it (llama.cpp, SGLang's detectors, vLLM's Mistral and DeepSeek parsers, Ollama);
+    before, it was a call whose ``arguments`` were its text, which no tool can run. Not for JSON call objects and
+    lists with no header of markers (Llama 3, Apertus): delayed so, their open let an object inside pending
+    arguments open a call first in a stream (tried, reverted). What follows the arguments is the close's business, as before. The window's stops are the
     markers that end a call (its close, the next call's opener, the section's end, the turn's end): a window
     that holds one is decided by the arguments, read at most up to where they end."""
     a = t.arguments
