@@ -16,6 +16,7 @@ _W = r"[ \t\n\r]*+"
 _ESCAPE = r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
 _NUMBER = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?[0-9]++)?+"
 _BARE = r"[A-Za-z0-9_]++"  # an unquoted key the dialect transform quotes (ASCII: a word in every regex flavour)
+VALUE_DEPTH = 8  # nesting levels of a JSON value ``value_ends_text`` recognises behind the end of the text, and ``_BALANCED_TOKENS`` reads
 
 
 class _Dialect:
@@ -92,6 +93,27 @@ class _Dialect:
         skip = rf"(?:{key}){_W}:(?:[^{{}}\[\],\"{self.firsts}]++|{self.skip_string}|(?&jb))*+,{_W}"
         need = "".join(rf"(?={_W}(?:{skip})*?{self.key(k)}{_W}:)" for k in keys)
         return rf"(?=\{{{need})(?&jo)" if whole else rf"(?=\{{{need})"
+
+
+# JSON's tokens between balanced brackets: strings closed, with JSON's escapes (a raw control character allowed: code
+# written with its line breaks, which models do and vLLM's parsers pass on), numbers, ``true``, ``false``, ``null``
+# and punctuation, nothing else: a value cut off, a bare word or a single-quoted string fails. Neither the order of
+# the tokens nor the kind of each closing bracket is checked, and a value nests at most ``VALUE_DEPTH`` deep: written
+# out level by level, with no subroutine (the grammar above, a subroutine per value, cost four times as much:
+# the regex module saves every repeat's state at each call).
+_TOKENS = (r'[ \t\n\r,:]++|"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"|' + _NUMBER + r"|true|false|null")
+
+
+def _balanced_tokens() -> str:
+    """A JSON value so read: an object or array, or a scalar token (``null``; a string of JSON, arguments a model
+    wrote so, which the region reads as written)."""
+    value = rf"[{{\[](?:{_TOKENS})*+[}}\]]"
+    for _ in range(VALUE_DEPTH - 1):
+        value = rf"[{{\[](?:{_TOKENS}|{value})*+[}}\]]"
+    return rf"(?:{value}|{_TOKENS.split('|', 1)[1]})"
+
+
+_BALANCED_TOKENS = _balanced_tokens()
 
 
 TELL = 20  # characters after a JSON value that tell its close from other text (longer than any end marker)
@@ -235,7 +257,6 @@ def never_raises(field: dict) -> dict:
 
 
 _STR = r'"(?:[^"\\]|\\.)*"'
-VALUE_DEPTH = 8  # nesting levels of a JSON value ``_value_ends_text`` recognises behind the end of the text
 
 
 def nested_value() -> str:

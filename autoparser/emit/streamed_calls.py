@@ -8,33 +8,12 @@ import dataclasses
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from .guard import _NUMBER, _W, VALUE_DEPTH, _Dialect, nested_value, never_raises
+from .guard import _BALANCED_TOKENS, _W, _Dialect, nested_value, never_raises
 from .markers import SPECIAL, _branches, _call_transform, _flex, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
-
-
-# JSON's tokens between balanced brackets: strings closed, with JSON's escapes (a raw control character allowed: code
-# written with its line breaks, which models do and vLLM's parsers pass on), numbers, ``true``, ``false``, ``null``
-# and punctuation, nothing else: a value cut off, a bare word or a single-quoted string fails. Neither the order of
-# the tokens nor the kind of each closing bracket is checked, and a value nests at most ``VALUE_DEPTH`` deep: written
-# out level by level, with no subroutine (the grammar of ``guard``, a subroutine per value, cost four times as much:
-# the regex module saves every repeat's state at each call).
-_TOKENS = (r'[ \t\n\r,:]++|"(?:[^"\\]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"|' + _NUMBER + r"|true|false|null")
-
-
-def _balanced_tokens() -> str:
-    """A JSON value so read: an object or array, or a scalar token (``null``; a string of JSON, arguments a model
-    wrote so, which the region reads as written)."""
-    value = rf"[{{\[](?:{_TOKENS})*+[}}\]]"
-    for _ in range(VALUE_DEPTH - 1):
-        value = rf"[{{\[](?:{_TOKENS}|{value})*+[}}\]]"
-    return rf"(?:{value}|{_TOKENS.split('|', 1)[1]})"
-
-
-_BALANCED_TOKENS = _balanced_tokens()
 
 
 def _loose(literal: str) -> str:

@@ -25,7 +25,8 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
-from .streamed_calls import _BALANCED_TOKENS, streamed_tool_field
+from .guard import _BALANCED_TOKENS
+from .streamed_calls import streamed_tool_field
 from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
