@@ -658,3 +658,16 @@ def test_reasoning_that_calls_end_resumes_after_them_where_its_close_follows():
         assert (msg.get("thinking"), msg.get("content")) == ("First.", "Answer with no close."), msg
     for msg in both(spec, f"<think>First.</think>{call}Done.<|done|>"):  # closed before the calls: as before
         assert (msg.get("thinking"), msg.get("content")) == ("First.", "Done."), msg
+
+
+@pytest.mark.parametrize("name, call", [("tag-json", "<invoke:write>@@</invoke><|end|>"), ("bracket-no-close", "[CALL]write[ARGS]@@</s>")])
+def test_a_long_call_quoting_a_marker_that_ends_calls_early_is_decided_by_its_header(name, call):
+    """A header-decided call's window (FORMATS §9): a call longer than the window is one on its header where no marker
+    that ends a call follows a ``}`` or ``]`` in the window; one quoted inside a string (``</invoke>``, ``[CALL]``)
+    does not hold the call back until its arguments end (read again on each delta: 8 KB took 4.6 s)."""
+    spec = template(name)
+    quoted = "see </invoke> and [CALL]x[ARGS] here " + "y" * 3000
+    text = call.replace("@@", json.dumps({"content": quoted}))
+    held, msg = held_back(spec, text)
+    assert held <= CALL_WINDOW + 64, held
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("write", {"content": quoted})]

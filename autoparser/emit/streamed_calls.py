@@ -603,9 +603,10 @@ def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
         return field
     marks = [t.call_end.strip(), t.call_start.strip(), t.section_end.strip(), *(e.strip() for e in ends)]
     stops = "|".join(_flex(_loose(m)) for m in dict.fromkeys(m for m in marks if m))
-    # (a window of characters, then no stop starting in it: a repeat of a looked-ahead character made every subroutine
-    # call of the short branch save 512 iterations' state)
-    long = rf"(?=[\s\S]{{{CALL_WINDOW}}})" + (rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))" if stops else "")
+    # (a window of characters, then no stop right after a ``}`` or ``]`` in it, where arguments end: a stop quoted inside
+    # a string, ``</s>`` in HTML, does not hold a long call back; a repeat of a looked-ahead character made every
+    # subroutine call of a short branch save 512 iterations' state)
+    long = rf"(?=[\s\S]{{{CALL_WINDOW}}})" + (rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?[}}\]]\s*(?:{stops}))" if stops else "")
     short = rf"(?=\s*+{_BALANCED_TOKENS})"
     # (after each branch of the open, not around them all: a branch that starts with a literal is where the implicit
     # content's close stops its scan, ``template._implicit_close``, and a group around the branches hid them)
