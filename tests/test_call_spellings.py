@@ -67,6 +67,17 @@ def test_a_call_without_arguments_may_be_a_self_closing_element(text, calls):
     assert _calls(_parse("forced-open-tagged", text)) == calls
 
 
+@pytest.mark.parametrize("text, calls, content", [
+    ('R</think>\n<call name="get_time"/>\nThe time is coming.<|turn_end|>', [("get_time", {})], "The time is coming."),
+    ('R</think>\n<call name="get_time"/><call name="get_weather">\n<arg name="city">Paris</arg></call>',
+     [("get_time", {}), ("get_weather", {"city": "Paris"})], ""),
+])
+def test_a_self_closed_call_ends_where_it_opened(text, calls, content):
+    """What follows a self-closed call (text, the next call) is not its arguments: it closes right after ``/>``."""
+    msg = _parse("forced-open-tagged", text)
+    assert _calls(msg) == calls and msg.get("content", "").replace("R</think>", "").strip() == content, msg
+
+
 def _typed(value_tags: str, ns: str = "｜TX｜") -> dict:
     text = f'<{ns}calls>\n<{ns}invoke name="f">\n{value_tags}\n</{ns}invoke>\n</{ns}calls><|turn_end|>'
     (call,) = _calls(_parse("typed-attribute", text.replace("<param", f"<{ns}param").replace("</param", f"</{ns}param")))

@@ -166,3 +166,15 @@ def _branches(pattern: str) -> list[str]:
             out.append(pattern[start:m.start()])
             start = m.end()
     return [*out, pattern[start:]]
+
+
+def each_branch(pattern: str, look: str) -> str:
+    """``look`` after each top-level branch of ``pattern``, not around them all: a branch that starts with a literal
+    is where the implicit content's close bounds its scan (``template._implicit_close``), and a group hides it."""
+    return "|".join(b + look for b in _branches(pattern))
+
+
+def cut_marker(marker: str) -> str:
+    """Every proper prefix of ``marker``, longest first, as an alternation: what arrived of it where a text or a
+    stream was cut inside it."""
+    return "|".join(esc(marker[:k]) for k in range(len(marker) - 1, 0, -1))

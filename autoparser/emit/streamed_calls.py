@@ -9,7 +9,7 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from .guard import _BALANCED_TOKENS, _W, _Dialect, nested_value, never_raises
-from .markers import SPECIAL, _branches, _call_transform, _flex, esc, literals, then_space, without_groups
+from .markers import SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
@@ -608,18 +608,14 @@ def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
     # subroutine call of a short branch save 512 iterations' state)
     long = rf"(?=[\s\S]{{{CALL_WINDOW}}})" + (rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?[}}\]]\s*(?:{stops}))" if stops else "")
     short = rf"(?=\s*+{_BALANCED_TOKENS})"
-    # (after each branch of the open, not around them all: a branch that starts with a literal is where the implicit
-    # content's close stops its scan, ``template._implicit_close``, and a group around the branches hid them)
-    decide = f"(?:{short}|{long})"
-    out = {**field, "open_pattern": "|".join(b + decide for b in _branches(field["open_pattern"])),
+    out = {**field, "open_pattern": each_branch(field["open_pattern"], f"(?:{short}|{long})"),
            "content_args": {**(field.get("content_args") or {}), "allow_non_json": True}}
     # A text cut inside the call's close (a token limit inside ``</function>``, a marker several tokens long): after
     # the arguments' ``}`` or ``]``, what arrived of the close ends the call where the text ends (a stream holds it,
     # as any match at its edge), so the arguments are read without it.
     ce = t.call_end.strip()
     if ce and "close_pattern" in out and not SPECIAL.fullmatch(ce):
-        cuts = "|".join(esc(ce[:k]) for k in range(len(ce) - 1, 0, -1))
-        out["close_pattern"] += rf"|(?<=[}}\]])\s*(?:{cuts})\Z"
+        out["close_pattern"] += rf"|(?<=[}}\]])\s*(?:{cut_marker(ce)})\Z"
     return out
 
 

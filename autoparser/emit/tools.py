@@ -8,7 +8,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import _branches, ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, flex_pattern, literals, then_space, without_groups
+from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
 from .typed import JSON_PAIR, tagged_value, typed_by_attribute, typed_value_parser
 
@@ -373,14 +373,13 @@ def _tagged_body(t: Tools, ends: list[str]) -> str:
         return ""  # (a tag that types its value also reads JSON members, ``typed.JSON_PAIR``: JSON there is read)
     first = MARKER.match(ce)
     closes = [_flex(ce)] + ([esc(first.group(0))] if first and first.group(0) != ce else [])
-    shared = shared_lead(kp, a.value_suffix.strip())  # (Kimi K3: the key's marker written once, ``_key_prefix_pattern``)
-    key = _flex(lead.group(0)) + (rf"|(?<={esc(shared)}){_flex(lead.group(0)[len(shared):])}" if shared and lead.group(0).startswith(shared) else "")
-    alts = [key, *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z"]
+    # (the key's leading tag as ``_key_prefix_pattern`` reads it: after a value whose close wrote its marker, Kimi K3)
+    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z"]
     # (markup before the first argument is no text: a wrapper the model adds, ``<arguments><param …>``)
     return rf"(?=\s*(?:<[^<>\s][^<>]*>\s*)*(?:{'|'.join(alts)}))"
 
 
-def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
+def _self_closing(opener: str, close: str, open_pattern: str, after: str = "") -> str | None:
     r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
     </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
     name="f"/>``: SGLang's DeepSeek parsers read it): the open also takes ``/>``, and such a call closes
@@ -389,7 +388,7 @@ def _self_closing(opener: str, close: str, open_pattern: str) -> str | None:
     m = re.match(r"<([^\s<>/=\"]+)\s", opener)
     if not m or close != f"</{m.group(1)}>" or not open_pattern.endswith(">"):
         return None
-    return open_pattern[:-1] + r"(?:>|\s*/>)"
+    return open_pattern[:-1] + rf"(?:>{after}|\s*/>)"  # (``after``: a look after the element's ``>`` only)
 
 
 def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | None]:
@@ -413,8 +412,7 @@ def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | 
     tail = re.sub(r"^(?:\\s\*|\\s\{0,64\}|\\n)+", "", header[len(lit):])
     # The end tag is taken when it follows; a stream cut inside it waits for the rest (else the call would
     # close before it and leave it to content).
-    cuts = "|".join(esc(end[:k]) for k in range(len(end) - 1, 0, -1))
-    return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cuts})\Z))"
+    return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cut_marker(end)})\Z))"
 
 
 def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
@@ -506,13 +504,9 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     else:
         open_pattern = header
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
-    self_closing = _self_closing(opener, ce, open_pattern) if _args_tagged(t) else None
-    tagged = _tagged_body(t, ends) if _args_tagged(t) else ""
-    if tagged:
-        open_pattern = (self_closing[: -len(r"(?:>|\s*/>)")] + rf"(?:>{tagged}|\s*/>)" if self_closing
-                        else "|".join(b + tagged for b in _branches(open_pattern)))
-        self_closing = None
-    field: dict = {"open_pattern": space_before_tokens(self_closing or open_pattern)}
+    body = _tagged_body(t, ends) if _args_tagged(t) else ""
+    self_closing = _self_closing(opener, ce, open_pattern, body) if _args_tagged(t) else None
+    field: dict = {"open_pattern": space_before_tokens(self_closing or (each_branch(open_pattern, body) if body else open_pattern))}
     # JSON arguments end at their object's ``}``: the call's close, or the next call's opener, written inside a
     # string argument (code that quotes the format, ``"see </function> here"``) is the string's. A call whose object
     # never closed ends at the turn's end (``turn_end_closes``), its text its arguments'. (A class, ``[}]``: a
