@@ -3,9 +3,9 @@ whole by transformers' ``python-call-list`` parser: Python's literals typed as P
 ``None``, ``'it\\'s'``). Part of the emitter, beside ``pythonic``.
 
 The parser raises on anything outside its grammar, so a list opens only where a lookahead has read the whole
-list in that grammar (``LIST``), and closes where that list ends (``\\G`` is where its body began, ``\\K``
-leaves the list in it). What the lookahead refuses is no call: its text stays in content, as the families'
-parsers (an ``ast`` parse of the whole list) leave it."""
+list in that grammar (``LIST``), and closes where that list's brackets balance (``\\G`` is where its body
+began, ``\\K`` leaves the list in it). What the lookahead refuses is no call: its text stays in content, as
+the families' parsers (an ``ast`` parse of the whole list) leave it."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ DEPTH = 4  # lists and dicts nested in an argument; deeper ones are no call
 
 
 def _balanced(depth: int) -> str:
-    """Brackets nested to ``depth`` levels, strings stepped over: what a scan for a repeated key skips. Any
-    closer ends any opener: the scan runs only over text the value grammar reads, where they pair."""
+    """Brackets nested to ``depth`` levels, strings stepped over: what a scan for a repeated key skips, and where
+    the close finds the list's end. Any closer ends any opener: both run only over text the grammar read, where
+    they pair."""
     if depth == 0:
         return "(?!)"
     return rf"""[\[{{](?:{_SKIP_STRING}|[^'"{{}}\[\]]++|{_balanced(depth - 1)})*+[\]}}]"""
@@ -78,10 +79,12 @@ def list_field(t: Tools) -> tuple[dict, list[str]]:
     token = rf"(?:(?:{SPECIAL_TOKEN})[ \t\n\r]*+)?"
     first = r"(?<!\)[ \t\n\r]*\][\s\S]*)"
     open_pattern = rf"{token}(?<![\w\])])(?=\[{_W}{_NAME}{_W}\(){first}(?={LIST})"
-    # Streamed, the parser may have taken the list into the region up to its end before the close was final
-    # (a match at the buffer's edge waits): then ``\G`` stands right after the list's ``)`` and ``]``, which
-    # only its end can be (the open refused a list after another one's).
-    close_pattern = rf"\G{LIST}\K|\G(?<=\)[ \t\n\r]*+\])"
+    # The open read the list whole, so its end is where its brackets balance (strings stepped over): the close
+    # need not read the grammar again (a second copy of it, compiled and run). Streamed, the parser may have
+    # taken the list into the region up to its end before the close was final (a match at the buffer's edge
+    # waits): then ``\G`` stands right after the list's ``)`` and ``]``, which only its end can be (the open
+    # refused a list after another one's).
+    close_pattern = rf"\G{_balanced(DEPTH + 1)}\K|\G(?<=\)[ \t\n\r]*+\])"
     field = {
         "open_pattern": open_pattern,
         "close_pattern": close_pattern,
