@@ -124,13 +124,6 @@ class Tools:
     # callers do not send): why, said by the verdict and its warning, never silently
     unseen: tuple[str, ...] = ()
 
-    @property
-    def python_list(self) -> bool:
-        """Pythonic calls in a list with no marker of its own (``[f(a=1), g(b='x')]``): the list is a Python
-        literal, read whole as Python reads it (its strings' escapes, ``True``, ``None``, repr lists and dicts)."""
-        return (self.arguments.kind == "pythonic" and self.section_start.strip() == "[" and self.section_end.strip() == "]"
-                and self.name_suffix == "(" and self.call_end == ")" and self.arguments.key_suffix.strip() == "=")
-
 
 @dataclass(frozen=True)
 class Analysis:

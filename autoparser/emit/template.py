@@ -594,8 +594,6 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         spec["start_anchor_pattern"] = r"\Z"
         warnings.append("no start anchor found; the prefix is not used")
     for f in fields.values():
-        if f.get("content") == "python-call-list":
-            continue  # a grammar its parser's own, not markers: read exactly as written (``python_list``)
         # (not where a tag's tail is a typed string's delimiter, ``">``: a value after ``'>`` would match no argument,
         # and a call that opened on ``name='f'`` would lose its values; such a call stays content, visible)
         typed = bool((f.get("content_args", {}).get("value_parser") or {}).get("args", {}).get("string_delims"))

@@ -10,7 +10,6 @@ from ..analysis.diff import MARKER, markers, shared_lead
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
 from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, literals, then_space, without_groups
 from .pythonic import _pythonic
-from .python_list import list_field
 from .typed import JSON_PAIR, tagged_value, typed_by_attribute, typed_value_parser
 
 
@@ -653,9 +652,6 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     if t.format == "JSON_NATIVE":
         field, w = _json_native(t, ends, a.reasoning.end if a.reasoning.mode != "NONE" else "")
         field = _repr_args(t, field)
-    elif t.python_list:
-        field, w = list_field(t)  # read whole by its own parser, safe as written: no pass below applies
-        return field, warnings + w
     elif t.arguments.kind == "pythonic":
         field, w = _pythonic(t, ends)
     elif _separated_in_section(t):

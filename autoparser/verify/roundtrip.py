@@ -67,7 +67,6 @@ class Case:
     error: str = ""  # why it failed, was skipped or is a limit; on a passing case, the caveat it passed under
     source: tuple = field(default=(), repr=False, compare=False)  # (msgs, message, mode) to re-render
     reading: "_Reading | None" = field(default=None, repr=False, compare=False)  # another reading of the same text
-    written: "Case | None" = field(default=None, repr=False, compare=False)  # a limit's calls written in the format, which parsed
 
 
 class _Reading:
@@ -507,19 +506,11 @@ def _limit(pr: Prober, a: Analysis, case: Case, response_template: dict, reasoni
         case.error = f"not covered: {why} (the same calls without {', '.join(dropped)} round-trip)"
 
 
-def _only_values_differ(a: Analysis, case: Case) -> bool:
+def _only_values_differ(case: Case) -> bool:
     """Whether a failing case's parses found the expected calls by name, in order, with every other field
-    right: the format was read, only argument values did not come back (``verify.written``). A list read
-    whole (``Tools.python_list``) is read or not as one literal: there, the parses left the whole list in
-    content, each expected call's name and parenthesis in it in order, and found no call."""
+    right: the format was read, only argument values did not come back (``verify.written``)."""
     want = [c["name"] for c in case.expected.get("tool_calls") or []]
-    if case.error or not want:
-        return False
-    if a.tools.python_list and not any(v == "fail" for f, v in case.fields.items() if f not in ("tool_calls", "content")):
-        names = r"[\s\S]*?".join(re.escape(n) + r"[ \t\n\r]*\(" for n in want)
-        return all(not (got or {}).get("tool_calls") and re.search(r"\[[ \t\n\r]*" + names, str((got or {}).get("content") or ""))
-                   for got in (case.parsed, case.streamed))
-    if any(v == "fail" for f, v in case.fields.items() if f != "tool_calls"):
+    if case.error or not want or any(v == "fail" for f, v in case.fields.items() if f != "tool_calls"):
         return False
     return all([c["name"] for c in _norm_calls((got or {}).get("tool_calls"))] == want for got in (case.parsed, case.streamed))
 
@@ -528,14 +519,14 @@ def _written(a: Analysis, case: Case, response_template: dict, reasoning_field: 
     """A tool-call case whose only difference is argument values is a limit when the same calls written in
     the format as a model writes them (``verify.written``) parse back: the template's history is lossy,
     not the format. The arguments the analysis found unreadable are left out of that written output."""
-    if not _only_values_differ(a, case):
+    if not _only_values_differ(case):
         return
     lay = written.format_layout(a)
     if lay is None:
         return
     # The format's own limits are left out first; then the kinds the analysis found unreadable, which may be
     # the rendering's only (a model writes JSON where the template printed Python) or the format's too.
-    own = written.format_limits(a, lay)
+    own = written.format_limits(lay)
     steps = [{}, own, {**own, **dict(a.tools.unreadable)}]
     for i, kinds in enumerate(steps):
         if i and kinds == steps[i - 1]:
@@ -556,9 +547,6 @@ def _written(a: Analysis, case: Case, response_template: dict, reasoning_field: 
     else:
         return
     case.status = "limit"
-    case.written = retry
-    # The other fields are judged on the written text: a list read whole left its rendering in content.
-    case.fields = {f: ("fail" if f == "tool_calls" else v) for f, v in retry.fields.items()}
     case.error = written.LOSSY + ("; not covered: " + "; ".join(kinds[k] for k in kinds if k in left_out) if left_out else "")
 
 

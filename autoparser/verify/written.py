@@ -32,10 +32,9 @@ LOSSY = ("the template renders tool-call argument values in history lossily (unq
 PY_ESCAPED = "pythonic string arguments written with escapes (quotes, backslashes, newlines) come back as written, escapes included"
 
 
-def format_limits(a: Analysis, lay: Layout) -> dict[str, str]:
-    """JSON kinds of values (``roundtrip._kinds``) the format's parser cannot read back as a model writes them
-    (a list read whole as Python reads it decodes its strings' escapes)."""
-    return {"escaped": PY_ESCAPED} if lay.kind == "pythonic" and not lay.py_json and not a.tools.python_list else {}
+def format_limits(lay: Layout) -> dict[str, str]:
+    """JSON kinds of values (``roundtrip._kinds``) the format's parser cannot read back as a model writes them."""
+    return {"escaped": PY_ESCAPED} if lay.kind == "pythonic" and not lay.py_json else {}
 
 
 def format_layout(a: Analysis) -> Layout | None:
