@@ -671,3 +671,21 @@ def test_a_long_call_quoting_a_marker_that_ends_calls_early_is_decided_by_its_he
     held, msg = held_back(spec, text)
     assert held <= CALL_WINDOW + 64, held
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("write", {"content": quoted})]
+
+
+@pytest.mark.parametrize("name, call", [
+    ("chatml-think", '<tool_call>\n{"name": "write", "arguments": @@}\n</tool_call><|im_end|>'),
+    ("json-array-stop", '<tool_calls>[{"name": "write", "arguments": @@}]<|im_end|>'),
+])
+def test_a_long_call_object_quoting_its_close_early_is_a_call(name, call):
+    """A JSON call object (or array) longer than the window is decided by its head where no marker that ends a call
+    follows a ``}`` or ``]`` in the window (FORMATS §9), as a header-decided call is: a close quoted inside a string
+    early in a long argument (``echo '</tool_call>'``) left the whole call in content, decided once as no call."""
+    spec = template(name)
+    quoted = "echo '</tool_call>' and '<|im_end|>' > x.txt\n" + "x = 1\n" * 500
+    text = call.replace("@@", json.dumps({"content": quoted}))
+    held, msg = held_back(spec, text)
+    assert held <= CALL_WINDOW + 64, held
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("write", {"content": quoted})]
+    for one in both(spec, text):
+        assert [c["function"]["arguments"] for c in one["tool_calls"]] == [{"content": quoted}]

@@ -16,6 +16,15 @@ _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_C
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
 
+def no_end_in_window(stops: str) -> str:
+    r"""A look: no call-ending marker (``stops``) right after a ``}`` or ``]`` in the next ``CALL_WINDOW`` characters,
+    where a call's JSON ends; so a call longer than the window is decided by its head. A stop quoted inside a
+    string (``</tool_call>`` or ``</s>`` in code) follows no bracket: it neither holds a long call back nor, where
+    the call is decided once, leaves it in content. Written as a run of characters, not a repeat of a looked-ahead
+    one (which made every subroutine call of a short branch save 512 iterations' state)."""
+    return rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?[}}\]]\s*(?:{stops}))" if stops else ""
+
+
 def _loose(literal: str) -> str:
     """``literal`` with a space where a marker meets other text (``<tool_call>\\n``): ``_flex`` then allows any
     whitespace there, as between two markers."""
@@ -77,8 +86,7 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     # (the object JSON's tokens between balanced brackets, ``_BALANCED_TOKENS``, as ``_json_whole`` checks it)
     short = rf"(?={_BALANCED_TOKENS}\s*(?:[,\]]{'|' + stops if stops else ''}|\Z))(?={dialect.object_with(['name', ARGS_KEYS], whole=False)})"
     args_key = args_keys(t)
-    no_stop = rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))" if stops else ""
-    long = rf"(?={_call_head(t, capture=False, args=args_key)[1]}{no_stop}[\s\S]{{{CALL_WINDOW}}})"
+    long = rf"(?={_call_head(t, capture=False, args=args_key)[1]}{no_end_in_window(stops)}[\s\S]{{{CALL_WINDOW}}})"
     # As ``_json_whole``: once decided, the head is consumed (the name a capture) and the region is the
     # arguments; a short object with its arguments first has its name captured by a look past them.
     name_key, named = _call_head(t, args=args_key)
@@ -227,7 +235,7 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     # object JSON's tokens between balanced brackets, ``_BALANCED_TOKENS``: the grammar's subroutines cost 4x)
     short = rf"{first}(?=\s*+{_BALANCED_TOKENS}(?:\s*\}}){{0,{EXTRA_BRACES}}}\s*(?:{stops}|\Z)){shape}"
     head = rf'\{{\s*"name"\s*:\s*"(?P<name>{NAME})"\s*,\s*"{keys}"\s*:\s*'
-    long = rf"(?=\s*{head}(?![\s\S]{{0,{CALL_WINDOW - 1}}}?(?:{stops}))[\s\S]{{{CALL_WINDOW}}})"
+    long = rf"(?=\s*{head}{no_end_in_window(stops)}[\s\S]{{{CALL_WINDOW}}})"
     pair = rf'"[^"\\\n]{{1,64}}"\s*:\s*(?:{SCALAR})'
     # Up to the arguments: the object's ``{`` and the keys before them (the name among them, or not).
     to_args = rf'\s*\{{\s*(?:{pair}\s*,\s*){{0,4}}?"{keys}"\s*:\s*'
@@ -603,10 +611,7 @@ def _args_decided(field: dict | None, t: Tools, ends: list[str]) -> dict | None:
         return field
     marks = [t.call_end.strip(), t.call_start.strip(), t.section_end.strip(), *(e.strip() for e in ends)]
     stops = "|".join(_flex(_loose(m)) for m in dict.fromkeys(m for m in marks if m))
-    # (a window of characters, then no stop right after a ``}`` or ``]`` in it, where arguments end: a stop quoted inside
-    # a string, ``</s>`` in HTML, does not hold a long call back; a repeat of a looked-ahead character made every
-    # subroutine call of a short branch save 512 iterations' state)
-    long = rf"(?=[\s\S]{{{CALL_WINDOW}}})" + (rf"(?![\s\S]{{0,{CALL_WINDOW - 1}}}?[}}\]]\s*(?:{stops}))" if stops else "")
+    long = rf"(?=[\s\S]{{{CALL_WINDOW}}}){no_end_in_window(stops)}"
     short = rf"(?=\s*+{_BALANCED_TOKENS})"
     out = {**field, "open_pattern": each_branch(field["open_pattern"], f"(?:{short}|{long})"),
            "content_args": {**(field.get("content_args") or {}), "allow_non_json": True}}
