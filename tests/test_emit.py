@@ -660,29 +660,22 @@ def test_reasoning_that_calls_end_resumes_after_them_where_its_close_follows():
         assert (msg.get("thinking"), msg.get("content")) == ("First.", "Done."), msg
 
 
-@pytest.mark.parametrize("name, call", [("tag-json", "<invoke:write>@@</invoke><|end|>"), ("bracket-no-close", "[CALL]write[ARGS]@@</s>")])
-def test_a_long_call_quoting_a_marker_that_ends_calls_early_is_decided_by_its_header(name, call):
-    """A header-decided call's window (FORMATS §9): a call longer than the window is one on its header where no marker
-    that ends a call follows a ``}`` or ``]`` in the window; one quoted inside a string (``</invoke>``, ``[CALL]``)
-    does not hold the call back until its arguments end (read again on each delta: 8 KB took 4.6 s)."""
-    spec = template(name)
-    quoted = "see </invoke> and [CALL]x[ARGS] here " + "y" * 3000
-    text = call.replace("@@", json.dumps({"content": quoted}))
-    held, msg = held_back(spec, text)
-    assert held <= CALL_WINDOW + 64, held
-    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("write", {"content": quoted})]
+HEADER_QUOTE = "see </invoke> and [CALL]x[ARGS] here " + "y" * 3000
+CLOSE_QUOTE = "echo '</tool_call>' and '<|im_end|>' > x.txt\n" + "x = 1\n" * 500
 
 
-@pytest.mark.parametrize("name, call", [
-    ("chatml-think", '<tool_call>\n{"name": "write", "arguments": @@}\n</tool_call><|im_end|>'),
-    ("json-array-stop", '<tool_calls>[{"name": "write", "arguments": @@}]<|im_end|>'),
+@pytest.mark.parametrize("name, call, quoted", [
+    ("tag-json", "<invoke:write>@@</invoke><|end|>", HEADER_QUOTE),
+    ("bracket-no-close", "[CALL]write[ARGS]@@</s>", HEADER_QUOTE),
+    ("chatml-think", '<tool_call>\n{"name": "write", "arguments": @@}\n</tool_call><|im_end|>', CLOSE_QUOTE),
+    ("json-array-stop", '<tool_calls>[{"name": "write", "arguments": @@}]<|im_end|>', CLOSE_QUOTE),
 ])
-def test_a_long_call_object_quoting_its_close_early_is_a_call(name, call):
-    """A JSON call object (or array) longer than the window is decided by its head where no marker that ends a call
-    follows a ``}`` or ``]`` in the window (FORMATS §9), as a header-decided call is: a close quoted inside a string
-    early in a long argument (``echo '</tool_call>'``) left the whole call in content, decided once as no call."""
+def test_a_long_call_quoting_a_marker_that_ends_calls_early_is_decided_by_its_head(name, call, quoted):
+    """A call longer than the window (FORMATS §9) is one on its header, or its call object's head, where no marker
+    that ends a call follows a ``}`` or ``]`` in the window. One quoted inside a string (``</invoke>``, ``[CALL]``,
+    ``echo '</tool_call>'``) does not hold a header-decided call back until its arguments end (read again on each
+    delta: 8 KB took 4.6 s), nor leave a call object in content (decided once as no call)."""
     spec = template(name)
-    quoted = "echo '</tool_call>' and '<|im_end|>' > x.txt\n" + "x = 1\n" * 500
     text = call.replace("@@", json.dumps({"content": quoted}))
     held, msg = held_back(spec, text)
     assert held <= CALL_WINDOW + 64, held
