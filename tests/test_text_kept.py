@@ -185,6 +185,27 @@ def test_an_empty_call_section_is_no_text(text, content):
         assert msg["content"] == content and not msg.get("tool_calls")
 
 
+BROKEN = "<|calls|><|call|>tools.f:0<|args|>{oops}<|/call|><|/calls|>"
+GOOD = '<|calls|><|call|>tools.f:0<|args|>{"a": 1}<|/call|><|/calls|>'
+
+
+@pytest.mark.parametrize("text, content, calls", [
+    (f"Sure.{BROKEN}", f"Sure.{BROKEN}", 0),  # a call no field reads: its section, end and all, is text
+    (f"{BROKEN}<|done|>", BROKEN, 0),
+    (f"Sure.{GOOD}", "Sure.", 1),  # a call that is read takes its section's end with it
+    (f"{GOOD} Done.<|done|>", "Done.", 1),
+    ('<|calls|><|call|>tools.f:0<|args|>{"a": 1}<|/call|><|call|>tools.g:1<|args|>{}<|/call|> <|/calls|>', None, 2),
+    ('<|calls|><|call|>tools.f:0<|args|>{"a": 1}<|/calls|>', None, 1),  # the call's own end left out
+])
+def test_a_call_sections_end_is_the_calls_or_text(text, content, calls):
+    """The section's end marker was consumed by content's close wherever it stood, so a section whose call
+    was not read (broken JSON, a spelling the template never renders) stayed in content without its end
+    (vLLM's DeepSeek and SGLang's Kimi K2 keep the whole section as text); the calls' close takes it now."""
+    spec, prompt, _ = inferred("prefixed-indexed")
+    for msg in both(spec, text, prompt):
+        assert msg.get("content") == content
+        assert len(msg.get("tool_calls") or []) == calls
+
 @pytest.mark.parametrize("text, content", [
     ("<tool_call>   </tool_call>", None),
     ("Sure. <tool_call>\n</tool_call> Done.", "Sure.\n\nDone."),

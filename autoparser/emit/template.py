@@ -27,7 +27,7 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .guard import _BALANCED_TOKENS
 from .streamed_calls import streamed_tool_field
-from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, esc, literals, prefix_safe, then_space, waits, without_groups
+from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, cut_marker, esc, literals, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .tools import dropped_section, one
 
@@ -200,6 +200,30 @@ def resumed_after_calls(a: Analysis, stops: list[str]) -> str:
         return ""
     stop = "|".join(literals([r.end, r.start, *stops]))
     return rf"|{esc(sec_end)}\s*(?=(?:(?!{stop})[\s\S]){{0,{RESUMED_WINDOW}}}?{_flex(r.end)})"
+
+
+def section_end_absorbed(a: Analysis, field: dict) -> tuple[dict, str]:
+    r"""The calls' close also takes the section's end marker right after it (``<｜tool▁call▁end｜><｜tool▁calls▁end｜>``,
+    ``<|tool_call_end|><|tool_calls_section_end|>``): the marker belongs to the calls it ends. It was consumed by the
+    implicit content's close instead (a follower), which also swallowed it where no call was read, a call whose
+    JSON is broken or written in a spelling the template never renders: the section's text stayed in content
+    without its end. Only a section end made of special tokens alone (never a pythonic list's ``]``, a fence or
+    prose), other than the call's own end; not where reasoning may resume after the calls (``resumed_after_calls``
+    opens it on that marker: whether it does is known only up to ``RESUMED_WINDOW`` characters later, and a
+    stream would have to hold every call's close back that far). Returns the field and the marker it takes
+    ("" where none)."""
+    t = a.tools
+    sec_end, call_end = t.section_end.strip(), t.call_end.strip()
+    close = field.get("close_pattern") or ("|".join(literals([field["close"]] if isinstance(field["close"], str) else field["close"]))
+                                           if field.get("close") else "")
+    if (not close or not sec_end or "".join(markers(sec_end)) != sec_end or not all(SPECIAL.fullmatch(m) for m in markers(sec_end))
+            or call_end.endswith(sec_end) or (a.reasoning.mode == "TOOLS_ONLY" and a.reasoning.end)):
+        return field, ""
+    field = {k: v for k, v in field.items() if k != "close"}
+    # (a stream cut inside the marker waits for the rest of it, else the call would close before it)
+    field["close_pattern"] = rf"(?:{close})(?:\s*{_flex(sec_end)}\s*|(?!\s*(?:{cut_marker(sec_end)})\Z))"
+    order = ["open", "open_pattern", "close", "close_pattern"]
+    return {k: field[k] for k in order if k in field} | {k: v for k, v in field.items() if k not in order}, sec_end
 
 
 def delimited_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> dict:
@@ -454,17 +478,19 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             warnings.append(f"reasoning has no start marker, only the end {r.end!r}: text before it is reasoning where it comes within "
                             f"{LONE_CLOSE_WINDOW} characters of the reply's start (or the prompt's own prefill opens the reply), "
                             f"so a stream is held back by that much at most")
+    absorbed = ""
     if t.format != "NONE":
         field, tool_warnings = streamed_tool_field(a)
         warnings += tool_warnings
         if field:
+            field, absorbed = section_end_absorbed(a, field)
             fields["tool_calls"] = field
-    # Markers that may follow a closed region but belong to no field (a tool section's end, the
-    # content wrapper opened after reasoning): as closes of the implicit field they are consumed
-    # without opening it, so they neither leak into content nor overwrite it.
+    # Markers that may follow a closed region but belong to no field (a tool section's end the calls' close
+    # does not take, ``section_end_absorbed``; the content wrapper opened after reasoning): as closes of the
+    # implicit field they are consumed without opening it, so they neither leak into content nor overwrite it.
     # Not a section end that is bare punctuation (a pythonic list's ``]``): prose and code write it (``a[0]``, a link's
     # ``[text](url)``), and the calls' own close takes the list's.
-    followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip().strip("])}") else []
+    followers = [t.section_end.strip()] if t.format != "NONE" and t.section_end.strip().strip("])}") and not absorbed else []
     followers += [t.content_opener] if t.format != "NONE" and t.content_opener else []  # consumed before the content it wraps
     followers += [v[len(r.end):].strip() for v in r.end_variants if r.end and v.startswith(r.end) and v[len(r.end):].strip()]
     # A call's close that holds the turn's end then more markers (HyperCLOVA X's ``<|im_end|><|stop|>``): a stream
@@ -556,6 +582,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty call section (``<|tool_calls_section_begin|><|tool_calls_section_end|>``) holds no text:
             # its opener is consumed where its end follows (the end is consumed as a follower), not left in content.
             extra.append((sec, rf"{esc(sec)}(?=\s*{esc(sec_end)})"))
+        elif sec and sec_end and markers(sec) == [sec] and sec_end == absorbed:
+            # (the calls' close takes the section's end: the empty section is consumed whole)
+            extra.append((sec, rf"{esc(sec)}\s*{esc(sec_end)}"))
         # Likewise an empty call element (GLM's ``<tool_call>   </tool_call>``): its opener and its closer, both
         # markers, with only whitespace between, are consumed whole.
         c_open = markers(t.call_start.strip())[:1] if "tool_calls" in fields else []
