@@ -259,11 +259,17 @@ def test_a_call_that_ends_the_text_without_its_close_is_closed_there():
     # a raw newline inside a string after a brace is no value's end: the arguments stay whole (their text)
     ('[CALL]run[ARGS]{"code": "x = {}\nprint(x)"}</s>', '{"code": "x = {}\nprint(x)"}', None),
     ('[CALL]run[ARGS]{"code": "x = {}\nprint(x)"}\nDone.', '{"code": "x = {}\nprint(x)"}', "Done."),
+    # on the same line: a word glued to the value, or a sentence after a space (Ollama's Ministral parser)
+    ('[CALL]test[ARGS]{"a": 1}some content after', {"a": 1}, "some content after"),
+    ('Sure.[CALL]test[ARGS]{"a": {"b": [1, 2]}} Done.', {"a": {"b": [1, 2]}}, "Sure.\n\nDone."),
+    # ... behind the whole value only: a brace inside a string, with a word or a sentence after it, goes on
+    ('[CALL]run[ARGS]{"code": "if (x) {A}B else {C} Done"} Thanks.', {"code": "if (x) {A}B else {C} Done"}, "Thanks."),
+    ('[CALL]run[ARGS]{"q": "x"} and more', '{"q": "x"} and more', None),  # not a sentence: the arguments' text
 ])
 def test_text_after_a_call_with_no_close_of_its_own_is_content(text, arguments, content):
     """A call that only the next call or the turn's end closes (``[TOOL_CALLS]f[ARGS]{…}``) also ends where text
-    follows its arguments on a new line, behind a complete JSON value: before, ``Done.`` made the arguments no
-    JSON and was read into them."""
+    follows its arguments on a new line, or on the same line as a word glued to them or a sentence after a space,
+    behind a complete JSON value: before, ``Done.`` made the arguments no JSON and was read into them."""
     spec, prompt, verdict = inferred("bracket-no-close")
     assert verdict["status"] == "full" and verdict["realistic"]["text_around_calls"] == "pass", verdict
     for msg in both(spec, text, prompt):

@@ -117,6 +117,11 @@ FUNCTION_TAG_CLOSE = r"(?<=[}\]])\s*</function>\s*"
 # one at the same place. A line that starts with ``<``, ``[`` or a backtick after such a call is no close (the text's
 # end or a closer ends it); nor one that starts with ``{`` (the next call of a run, which another close takes).
 NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
+# Text on the same line right after a value that ends a call with no close of its own: a word glued to it
+# (``{"a": 1}some text``) or a sentence after a space (``{"a": 1} Done.``), as bare calls' text is. Inside a string
+# either makes the look back over the arguments run, so only these two shapes, rare inside arguments (code writes
+# ``} else``, ``});``), try it.
+SAME_LINE_TEXT = r"(?=[A-Za-z]|[ \t]+[A-Z])"
 # A whole end tag after a call object's ``}`` (``</tools>``, ``</tool_call>`` around a bare call where the template writes
 # no such wrapper): the wrapper's close, consumed with a fence's end after it (``FENCE_OPEN``). Only where the tag ends
 # its line or the text, or stands before a special token: a raw newline never stands inside a JSON string, so
@@ -665,7 +670,7 @@ def tool_field(a: Analysis) -> tuple[dict | None, list[str]]:
     # A call with no close marker of its own ends at the next call or at the turn's end, which engines strip.
     if not t.call_end.strip() and not t.section_end.strip():
         # (text after the arguments closes the call only where it is content: not where content is a wrapped field)
-        field = value_ends_text(field, NEW_LINE_TEXT if a.content.mode != "ALWAYS_WRAPPED" else "")
+        field = value_ends_text(field, f"(?:{NEW_LINE_TEXT}|{SAME_LINE_TEXT})" if a.content.mode != "ALWAYS_WRAPPED" else "")
     elif t.format == "JSON_NATIVE" and (t.shared_start or t.array_wrapped) and markers(t.call_start.strip()) and markers(t.call_end.strip()):
         field = closer_left_out(field, t.call_start.strip() if t.array_wrapped else "", [e.strip() for e in ends if e.strip()])
     # (after ``value_ends_text``, which reads back over the opener: this one's is a lookbehind)
