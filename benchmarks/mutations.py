@@ -1,4 +1,5 @@
-"""Does any text make an emitted template's parser raise? Verdicts and mutated parses over corpus + wild + wild2.
+"""Does any text make an emitted template's parser raise, or a stream read it otherwise than one-shot? Verdicts and
+mutated parses over corpus + wild + wild2.
 
     python benchmarks/mutations.py            # verdict counts, parses, raises (one-shot + streamed), by mutation
     python benchmarks/mutations.py -v         # also the first raise per template
@@ -6,9 +7,11 @@
 
 For every template ``infer`` hands out (full or degraded), each verified rendering (verify's own cases) is
 mutated the ways real outputs break: cut at eight points (a token limit mid-call), a space before each
-marker, each marker doubled or dropped, a brace or bracket removed, text and ``</s>`` after the turn. Each
-mutated text is parsed with transformers' ``parse_response`` and streamed through ``ResponseParser``; a
-parse that raises is counted. The mutations are deterministic, so a before/after pair is comparable.
+marker, a newline before or after it, each marker doubled or dropped, a brace or bracket removed, text and
+``</s>`` after the turn. Each mutated text is parsed with transformers' ``parse_response`` and streamed through
+``ResponseParser``; a parse that raises is counted, and so is a stream whose message differs from the one-shot
+parse (``differ``: the chunking must never change what a text means). The mutations are deterministic, so a
+before/after pair is comparable.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ def mutate(text: str):
     spans = [m.span() for m in MARKER.finditer(text)][:6]
     for s, e in spans:
         yield "space before marker", text[:s] + " " + text[s:]
+        yield "newline before marker", text[:s] + "\n" + text[s:]
+        yield "newline after marker", text[:e] + "\n" + text[e:]
         yield "marker doubled", text[:e] + text[s:e] + text[e:]
         yield "marker dropped", text[:s] + text[e:]
     for ch in "{}[]":
@@ -61,6 +66,8 @@ def run(verbose: bool = False) -> dict:
     parses = raises = 0
     by_kind: Counter = Counter()
     by_kind_raise: Counter = Counter()
+    by_kind_differ: Counter = Counter()
+    differs: dict = {}
     firsts = {}
     realistic: Counter = Counter()
     for path in paths:
@@ -84,25 +91,32 @@ def run(verbose: bool = False) -> dict:
                 continue
             seen.add((case.prompt, case.generated))
             for kind, text in mutate(case.generated):
+                got = {}
                 for how in ("one-shot", "streamed"):
                     parses += 1
                     by_kind[kind] += 1
                     try:
                         if how == "one-shot":
-                            parse_response(text, res.template, prefix=case.prompt, tools=VERIFY_TOOLS)
+                            got[how] = parse_response(text, res.template, prefix=case.prompt, tools=VERIFY_TOOLS)
                         else:
-                            stream_parse(res.template, text, case.prompt, VERIFY_TOOLS)
+                            got[how] = stream_parse(res.template, text, case.prompt, VERIFY_TOOLS)
                     except Exception as e:  # noqa: BLE001 - counting raises is the point
                         raises += 1
                         by_kind_raise[kind] += 1
                         firsts.setdefault(name, f"{kind} ({how}): {type(e).__name__}: {str(e).splitlines()[0][:120]}")
+                if len(got) == 2 and got["one-shot"] != got["streamed"]:
+                    by_kind_differ[kind] += 1
+                    differs.setdefault(name, f"{kind}: {text[:160]!r}")
     out = {"verdicts": dict(statuses), "parses": parses, "raises": raises, "templates_raising": len(firsts),
-           "by_mutation": {k: [by_kind_raise[k], by_kind[k]] for k in by_kind},
+           "streams_differ": sum(by_kind_differ.values()), "templates_differing": len(differs),
+           "by_mutation": {k: [by_kind_raise[k], by_kind_differ[k], by_kind[k]] for k in by_kind},
            "realistic": {f"{k}={v}": n for (k, v), n in sorted(realistic.items())}}
     print(f"verdicts: {dict(statuses)}")
-    print(f"parses: {parses}  raises: {raises}  templates raising: {len(firsts)}")
+    print(f"parses: {parses}  raises: {raises}  templates raising: {len(firsts)}  "
+          f"streamed != one-shot: {sum(by_kind_differ.values())} (templates: {len(differs)})")
+    print(f"  {'mutation':24} {'raises':>6} {'differ':>6} / parses")
     for k in by_kind:
-        print(f"  {k:24} {by_kind_raise[k]:6} / {by_kind[k]}")
+        print(f"  {k:24} {by_kind_raise[k]:6} {by_kind_differ[k]:6} / {by_kind[k]}")
     if realistic:
         print("realistic stage (variant=result: templates):")
         for (k, v), n in sorted(realistic.items()):
@@ -110,7 +124,10 @@ def run(verbose: bool = False) -> dict:
     if verbose:
         for name, why in firsts.items():
             print(f"{name}: {why}")
+        for name, why in differs.items():
+            print(f"{name}: streamed != one-shot: {why}")
     out["first_raise"] = firsts
+    out["first_differ"] = differs
     return out
 
 

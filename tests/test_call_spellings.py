@@ -1040,3 +1040,30 @@ def test_a_text_cut_inside_a_calls_close_ends_the_call(cut):
     ends the call, its arguments read without it (FORMATS §9); before, they came back as text, ``{…}</inv``."""
     msg = _parse("tag-json", 'Let me check.<invoke:get_weather>{"city": "Paris"}' + cut)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg["content"] == "Let me check.", msg
+
+
+@pytest.mark.parametrize("text", [
+    'Sure.<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls>',  # as rendered
+    'Sure.<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]\n</calls>',  # a newline before the section's end
+    'Sure.<calls>\n[{"name": "get_weather", "arguments": {"city": "Paris"}}]\n</calls>\n<|end|>',
+])
+def test_a_call_list_whose_section_end_stands_on_a_line_of_its_own(text):
+    """Text on a new line after the list's ``]`` closes the list (it is content): the look took the section's
+    own end tag for such text, and a stream, which sees ``\\n<`` before the tag is whole, closed the list there
+    and left ``</calls>`` in content (Nemotron Super's ``<TOOLCALL>``); one-shot read it whole."""
+    msg = _parse("json-array-section", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg.get("content") == "Sure."
+
+
+def test_a_call_list_whose_first_object_lost_its_brace_streams_as_it_parses():
+    """The first object still undecided (its short check reads to the list's end) was pending while the second
+    call's open completed, and the regex module's partial search prefers a later whole match: a stream opened
+    the second call and left the first in content, where one-shot read both (8 templates: Nemotron, Apriel,
+    Granite 3.0, Hunyuan-A13B, …; ``benchmarks/mutations.py``, brace removed). A later call opens only after a
+    whole object standing in the list now: the broken call comes back with its arguments as text, the rest of
+    the list as content, one-shot and streamed alike; no text is lost."""
+    text = ('Sure.<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}, '
+            '{"name": "get_time", "arguments": {"tz": "UTC"}}]</calls>')
+    msg = _parse("json-array-section", text)
+    assert _calls(msg) == [("get_weather", '{"city": "Paris"')]
+    assert msg["content"] == 'Sure.\n\n{"name": "get_time", "arguments": {"tz": "UTC"}}]</calls>'

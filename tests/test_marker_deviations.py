@@ -136,3 +136,29 @@ def test_a_tagged_call_whose_body_no_argument_tag_holds_stays_content(body):
     assert not _calls(msg) and "get_weather" + body in msg["content"], msg
     assert _calls(_parse("kv-tagged", "<call>get_weather\n<args><k>city</k><v>Paris</v></call><|im_end|>")) == [("get_weather", {"city": "Paris"})]
     assert _calls(_parse("kv-tagged", "<call>get_time</call><|im_end|>")) == [("get_time", {})]
+
+
+WITH_CALLS = sorted(p.stem for p in MODELS.glob("*.jinja") if "tool_calls" in p.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", WITH_CALLS)
+def test_a_stream_reads_what_one_shot_reads_with_whitespace_at_any_marker(name):
+    """The template's own call turns (verify's renderings), each with a newline before or after one of its markers
+    or a space before it: a character-at-a-time stream must give the one-shot message. A look that decides on a new
+    line's first character took the start of a section's end tag (``}]\\n</calls>``) for text, and only a stream,
+    which sees ``\\n<`` before the tag is whole, closed the list there (``json-array-section``)."""
+    from autoparser.analysis.diff import MARKER
+    from autoparser.pipeline import verify
+
+    src = (MODELS / f"{name}.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    report = verify(src, res.template)
+    texts = {c.generated: c.prompt for c in report.cases if c.generated and not c.history and (c.expected or {}).get("tool_calls")}
+    for g, prompt in sorted(texts.items(), key=lambda kv: (len(kv[0]), kv[0]))[:4]:  # (the shortest few)
+        for m in list(MARKER.finditer(g))[:12]:
+            for text in (g[:m.start()] + "\n" + g[m.start():], g[:m.end()] + "\n" + g[m.end():], g[:m.start()] + " " + g[m.start():]):
+                one = parse_response(text, res.template, prefix=prompt)
+                p = ResponseParser(res.template, prefix=prompt)
+                for ch in text:
+                    p.feed(ch)
+                assert p.finalize()[0] == one, (text, one)

@@ -94,13 +94,22 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
                   rf'\{{\s*"{args_key}"\s*:\s*')
     # (the short check runs once: a call still arriving fails it on every delta)
     decide = f"(?:{long}{named}|{short}(?:{named}|{args_first}))"
-    later = r"(?<=\}\s*,\s*)"
+    # A later call opens only after a whole object that stands in the list (after ``[`` or ``,``): a first object that
+    # lost a brace stays undecided (its short check reads to the list's end), and the regex module's partial search
+    # prefers a later whole match to that pending one, so a stream opened the second call and left the first in
+    # content, where one-shot, seeing the whole list, read both. (Not ``\G``: in content the parser's position moves
+    # with what it flushes, to wherever a pending match starts.)
+    # (the look back runs once the next call's head is whole: a stream reaches it at a head once, not at every delta)
+    later = rf"(?<=\}}\s*,\s*)(?={without_groups(named)}|\{{\s*\"{args_key}\"\s*:)(?<=[\[,]\s*{nested_value()}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
     # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
     # ``]`` continue a value). A section end may be left out: one that holds the turn's end marker
     # (HyperCLOVAX's ``]<|im_end|><|stop|>``) is never written whole, as the model stops at that marker.
-    bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + r")|(?=[ \t]*\n\s*[^\s,}\]]))"
+    # The new line's first character may not begin the section's end or an end marker: a partial search prefers the
+    # whole look to the section end still arriving (``}]\n</TOOLCALL>``), and a stream closed the list before it.
+    marks = "".join(sorted({re.escape(m.strip()[0]) for m in [end, *ends] if m.strip()}))
+    bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|(?=[ \t]*\n\s*[^\s,}}\]{marks}]))"
     tail = rf"\s*\]{bare}" if not end else rf"\s*\](?:\s*{then_space(_flex(_loose(end)))}|{bare})"
     obj_end = rf"(?:{_name_after(t)})?\}}"
     # (the next call's whole head, or its arguments key first: an argument holding a list of objects with a name,
