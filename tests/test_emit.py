@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
-from autoparser.emit.template import LONE_CLOSE_WINDOW, _literal_prefix
+from autoparser.emit.reasoning import LONE_CLOSE_WINDOW
+from autoparser.emit.template import _literal_prefix
 from autoparser.emit.streamed_calls import CALL_WINDOW
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
