@@ -100,7 +100,10 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     # content, where one-shot, seeing the whole list, read both. (Not ``\G``: in content the parser's position moves
     # with what it flushes, to wherever a pending match starts.)
     # (the look back runs once the next call's head is whole: a stream reaches it at a head once, not at every delta)
-    later = rf"(?<=\}}\s*,\s*)(?={without_groups(named)}|\{{\s*\"{args_key}\"\s*:)(?<=[\[,]\s*{nested_value()}\s*,\s*)"
+    # (the next call's whole head, or its arguments key first: an argument holding a list of objects with a name,
+    # ``"users": [{"name": "a", "age": 1}, …]``, closes nothing; a bare ``{"name"`` split the call there)
+    next_head = rf"(?={without_groups(named)}|\{{\s*\"{args_key}\"\s*:)"
+    later = rf"(?<=\}}\s*,\s*){next_head}(?<=[\[,]\s*{nested_value()}\s*,\s*)"
     field: dict = {"open_pattern": f"(?:{opener}|{later}){decide}{dialect.define()}"}
     # The array ends at its section end, or with none written before the turn's end, the text's end, or text
     # on a new line (a raw newline never stands inside a JSON string; nor could anything but ``,``, ``}`` or
@@ -112,9 +115,7 @@ def _json_array_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[
     bare = r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|(?=[ \t]*\n\s*[^\s,}}\]{marks}]))"
     tail = rf"\s*\]{bare}" if not end else rf"\s*\](?:\s*{then_space(_flex(_loose(end)))}|{bare})"
     obj_end = rf"(?:{_name_after(t)})?\}}"
-    # (the next call's whole head, or its arguments key first: an argument holding a list of objects with a name,
-    # ``"users": [{"name": "a", "age": 1}, …]``, closes nothing; a bare ``{"name"`` split the call there)
-    close = rf"{obj_end}\s*,\s*(?={without_groups(named)}|\{{\s*\"{args_key}\"\s*:)|{obj_end}{tail}"
+    close = rf"{obj_end}\s*,\s*{next_head}|{obj_end}{tail}"
     if ends:
         close += rf"|{obj_end}\s*(?={'|'.join(literals(ends))})"
     # (a call alone: its ``}`` before the section's end, or where the text ends behind whole objects since the opener)

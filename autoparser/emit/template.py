@@ -146,11 +146,10 @@ def section_end_absorbed(a: Analysis, field: dict) -> tuple[dict, str]:
     if (not close or not sec_end or "".join(markers(sec_end)) != sec_end or not all(SPECIAL.fullmatch(m) for m in markers(sec_end))
             or call_end.endswith(sec_end) or (a.reasoning.mode == "TOOLS_ONLY" and a.reasoning.end)):
         return field, ""
-    field = {k: v for k, v in field.items() if k != "close"}
     # (a stream cut inside the marker waits for the rest of it, else the call would close before it)
-    field["close_pattern"] = rf"(?:{close})(?:\s*{_flex(sec_end)}\s*|(?!\s*(?:{cut_marker(sec_end)})\Z))"
-    order = ["open", "open_pattern", "close", "close_pattern"]
-    return {k: field[k] for k in order if k in field} | {k: v for k, v in field.items() if k not in order}, sec_end
+    taken = rf"(?:{close})(?:\s*{_flex(sec_end)}\s*|(?!\s*(?:{cut_marker(sec_end)})\Z))"
+    # (the close in its place: a literal ``close`` becomes the pattern)
+    return {("close_pattern" if k == "close" else k): (taken if k in ("close", "close_pattern") else v) for k, v in field.items()}, sec_end
 
 
 def _implicit_close(cores: list[str], calls: dict | None, extra: list[tuple[str, str]] = ()) -> str:
