@@ -48,12 +48,25 @@ def test_pythonic_values_are_typed_by_their_spelling():
 
 def test_pythonic_quoted_strings_stay_strings_as_written():
     """A quoted value is a string whatever it reads as: "42", 'true', "[1]" are not retyped; text JSON
-    cannot reproduce is kept as written between its quotes (escapes, apostrophes, spaces)."""
-    text = ('<|tool_call_start|>[f(a="42", b=\'true\', c="[1]", d=\'say "hi"\', e="a\\nb", f=\'it\\\'s\', '
+    cannot read as Python does is kept as written between its quotes (a single-quoted escape, apostrophes,
+    spaces)."""
+    text = ('<|tool_call_start|>[f(a="42", b=\'true\', c="[1]", d=\'say "hi"\', f=\'it\\\'s\', '
             'g="don\'t \'x\'", h=" padded ", i=\'line\nbreak\')]<|tool_call_end|><|im_end|>')
     assert _args("pythonic-literals", text) == [{
-        "a": "42", "b": "true", "c": "[1]", "d": 'say "hi"', "e": "a\\nb", "f": "it\\'s",
+        "a": "42", "b": "true", "c": "[1]", "d": 'say "hi"', "f": "it\\'s",
         "g": "don't 'x'", "h": " padded ", "i": "line\nbreak"}]
+
+
+def test_pythonic_escapes_mean_what_python_reads():
+    """A double-quoted string is a Python literal: its escapes that JSON reads alike come back decoded (a
+    quote, a line break, a backslash, a code point), as Python's own reading gives them (vLLM's, SGLang's
+    and Ollama's parsers); an escape JSON does not know (``\\d``) keeps its backslash, as Python keeps it.
+    Fails on the commit before: every escaped string came back with its backslashes."""
+    text = ('<|tool_call_start|>[f(q="say \\"hello\\"", code="import os\\nprint(1)", p="C:\\\\tmp", '
+            'u="caf\\u00e9", r="\\d+", one="it\'s \\"x\\"")]<|tool_call_end|><|im_end|>')
+    assert _args("pythonic-literals", text) == [{
+        "q": 'say "hello"', "code": "import os\nprint(1)", "p": "C:\\tmp", "u": "caf\u00e9", "r": "\\d+",
+        "one": 'it\'s "x"'}]
 
 
 def test_pythonic_python_words_are_cast_by_the_schema():

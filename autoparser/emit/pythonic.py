@@ -27,18 +27,21 @@ PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
 # Values spelled as Python writes them (a template that prints ``{{ v }}``, or none the diffs saw): the
 # spelling carries the type. Every value goes through one json parser that reads ' as a string delimiter;
 # what is handed to it decides what comes back:
-# - a quoted string whose text JSON reproduces exactly (single-quoted with no backslash; double-quoted
-#   with no backslash, quote, apostrophe or control character) whole, quotes included: a string, always
-#   (``"42"`` stays "42", ``'a "b"'`` is a "b");
-# - any other quoted string: the text between its quotes, as written (``"a\nb"`` keeps its backslash, as
-#   llama.cpp reads it; ``'it\'s'`` its escape), which no json decoder reads, so it stays text;
+# - a quoted string whose text JSON reads as Python does, whole, quotes included: a string, always (``"42"``
+#   stays "42", ``'a "b"'`` is a "b"). Single-quoted with no backslash; double-quoted with no control
+#   character, at most one apostrophe (two would pair up as the ' delimiter), and only the escapes both
+#   languages read alike (``\\ \" \n \r \t \b \f \uXXXX``): ``"say \"hi\""`` is say "hi", ``"a\nb"`` a line break,
+#   as vLLM's, SGLang's and Ollama's parsers (Python's own reading) give them;
+# - any other quoted string: the text between its quotes, as written (``'it\'s'`` keeps its escape,
+#   ``"\d+"`` its backslash), which no json decoder reads, so it stays text;
 # - a bracketed list or dict whole: JSON or Python quoting read as a list/dict (``['a','b']``); one
 #   holding True/None is no JSON and comes back as its text;
 # - a bare atom: ``42``, ``0.95``, ``true``, ``null`` typed; ``True``/``None``/``celsius`` as text
 #   (``tools=`` casts True/None by the schema).
 # ``strip`` off: a value that is not JSON keeps its spaces.
 _SQ_EXACT = r"'[^'\\]*'"
-_DQ_EXACT = r'"[^"\\\'\x00-\x1f]*"'
+_DQ_RUN = r'(?:[^"\\\'\x00-\x1f]|\\[\\"nrtbf]|\\u[0-9a-fA-F]{4})*'
+_DQ_EXACT = rf'"{_DQ_RUN}(?:\'{_DQ_RUN})?"'
 _PY_TYPED = (rf"(?P<value>{_SQ_EXACT}|{_DQ_EXACT}|{_NEST2}|[^,\s()\[\]{{}}'\"]+)"
              rf"|'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\""
              # a string cut off where the call's text ends (a token limit) keeps what arrived

@@ -28,8 +28,10 @@ from ..analysis.model import Analysis
 LOSSY = ("the template renders tool-call argument values in history lossily (unquoted, unescaped, printed as Python "
          "or glued): calls a model writes in the format parse, text written as the template renders history would not")
 # What the emitted parser itself cannot read back in a format, whoever writes it (docs/FORMATS.md §7b,
-# argument values): a pythonic string spelt with escapes is kept as written, escapes included.
-PY_ESCAPED = "pythonic string arguments written with escapes (quotes, backslashes, newlines) come back as written, escapes included"
+# argument values): a pythonic string whose escapes JSON cannot read as Python does (single-quoted, an escape
+# JSON lacks, two apostrophes) is kept as written, escapes included.
+PY_ESCAPED = ("pythonic string arguments written with escapes in single quotes (or with an escape JSON lacks, or "
+              "two apostrophes) come back as written, escapes included")
 
 
 def format_limits(lay: Layout) -> dict[str, str]:
