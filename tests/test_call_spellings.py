@@ -726,6 +726,9 @@ def test_a_keyed_json_call_list_is_a_call_list_without_its_opener(text, content)
     ('Let me check. <|tool_call_start|>[{"name": "a", "arguments": {"o": {"x": [1, {"y": null}]}, "ok": true}}, '
      '{"name": "b", "arguments": {"q": "say \\"hi\\", {\\"k\\": 1}"}}]<|tool_call_end|> Done.',
      [("a", {"o": {"x": [1, {"y": None}]}, "ok": True}), ("b", {"q": 'say "hi", {"k": 1}'})], "Let me check.\n\nDone."),
+    # a string holding an apostrophe and escapes is decoded (before: its backslashes kept)
+    ('<|tool_call_start|>[{"name": "b", "arguments": {"q": "it\'s \\"hi\\"\\n"}}]<|tool_call_end|>',
+     [("b", {"q": 'it\'s "hi"\n'})], None),
     # an array of objects inside the arguments, one with a name, does not end the call
     ('<|tool_call_start|>[{"name": "f", "arguments": {"people": [{"x": {}}, {"name": "Bob"}]}}]<|tool_call_end|>',
      [("f", {"people": [{"x": {}}, {"name": "Bob"}]})], None),

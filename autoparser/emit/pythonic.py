@@ -51,10 +51,11 @@ PY_TYPED_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allo
 
 # A member of a JSON object, for the arguments of a call written as JSON in a pythonic section (``_json_calls``):
 # its key after the object's ``{`` or a ``,``, and its value as ``_PY_TYPED`` spells it for the one json parser
-# both kinds of call share: a double-quoted string whole when it holds no apostrophe (its escapes are JSON's),
-# else the text between its quotes; a bracketed value whole; a bare atom; a string cut off where the text ends.
+# both kinds of call share: a double-quoted string whole when it holds at most one apostrophe (two would pair
+# up as the ' delimiter) and only JSON's escapes, else the text between its quotes; a bracketed value whole; a bare atom; a string cut off where the text ends.
+_JSON_RUN = r'(?:[^"\\\'\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*'
 _JSON_MEMBER = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]{1,256})"\s*:\s*'
-                r"""(?:(?P<value>"(?:[^"\\'\x00-\x1f]|\\.)*"|(?&n2)|[^,\s()\[\]{}'"]+)"""
+                rf"""(?:(?P<value>"{_JSON_RUN}(?:'{_JSON_RUN})?"|(?&n2)|[^,\s()\[\]{{}}'"]+)"""
                 r'|"(?P<value>(?:[^"\\]|\\.)*)"|"(?P<value>(?:[^"\\]|\\.)*)\Z)')
 
 
