@@ -21,7 +21,7 @@ import os
 import threading
 
 from .errors import AutoparserError
-from .sources.local import SPECIAL_TOKEN_KEYS
+from .sources.local import SPECIAL_TOKEN_KEYS, STOP_TOKENS, read_generation_config, stop_tokens_from
 
 logger = logging.getLogger("autoparser")
 _lock = threading.Lock()
@@ -34,7 +34,8 @@ SAID = "said"
 
 
 def _special_tokens(tokenizer) -> dict[str, str]:
-    """The same keys ``source.special_tokens_from_config`` reads, so hashes match the CLI's."""
+    """The same keys ``source.special_tokens_from_config`` reads, and the stop tokens ``load_dir`` reads, so
+    hashes match the CLI's."""
     out = {}
     for key in SPECIAL_TOKEN_KEYS:
         try:
@@ -45,7 +46,34 @@ def _special_tokens(tokenizer) -> dict[str, str]:
             out[key] = value
         elif value is not None and isinstance(getattr(value, "content", None), str):
             out[key] = value.content
+    if stops := _stop_tokens(tokenizer, out.get("eos_token")):
+        out[STOP_TOKENS] = stops
     return out
+
+
+def _stop_tokens(tokenizer, eos_token: str | None) -> str | None:
+    """``STOP_TOKENS`` as the CLI reads them, from the generation_config.json beside the tokenizer: its
+    directory, or the HF cache of its Hub model (never the network: loading a tokenizer does not fetch it,
+    loading the model does)."""
+    name = getattr(tokenizer, "name_or_path", None)
+    if not isinstance(name, str) or not name:
+        return None
+    from pathlib import Path
+
+    path = Path(name) / "generation_config.json"
+    if not path.is_file():
+        from .sources.hub import cached_file
+
+        try:
+            path = cached_file(name, "generation_config.json")
+        except Exception:  # noqa: BLE001 - a name that is no repo id
+            path = None
+    gen = read_generation_config(path) if path else None
+    if gen is None:
+        return None
+    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    ids = {i: str(getattr(t, "content", t)) for i, t in decoder.items() if isinstance(i, int)}
+    return stop_tokens_from(gen, ids, eos_token)
 
 
 def attach(tokenizer):

@@ -60,6 +60,33 @@ def test_enable_attaches_on_autotokenizer_load(tmp_path):
     assert AutoTokenizer.from_pretrained(path).response_template is None
 
 
+def test_the_tokens_a_model_stops_on_end_the_turn(tmp_path):
+    """generation_config.json names the tokens a model stops on (``eos_token_id``): a generation decoded with its
+    special tokens ends with one of them, here Qwen's ``<|endoftext|>`` beside its ``<|im_end|>``. The CLI (the
+    model directory) and the hook (the tokenizer loaded from it) read them alike, so they infer one template, and
+    the token ends the reply instead of reaching the content. Fails on the commit before: the content kept it."""
+    from transformers import AutoTokenizer
+
+    from autoparser.hook import _special_tokens
+    from autoparser.sources.local import STOP_TOKENS, load_dir
+
+    path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"))
+    tok = AutoTokenizer.from_pretrained(path)
+    ids = tok.convert_tokens_to_ids(["<|im_end|>", "<|endoftext|>"])
+    (path / "generation_config.json").write_text(json.dumps({"eos_token_id": ids, "pad_token_id": ids[1]}))
+    src = load_dir(path)
+    assert src.special_tokens[STOP_TOKENS] == "<|endoftext|>"  # the eos_token itself is no other stop token
+    assert _special_tokens(tok)[STOP_TOKENS] == "<|endoftext|>"
+    autoparser.enable()
+    tok = AutoTokenizer.from_pretrained(path)
+    assert tok.response_template == autoparser.infer_result(src.template, src.special_tokens).template
+    prompt = tok.apply_chat_template(CONVERSATION, tokenize=False, add_generation_prompt=True)
+    parsed = tok.parse_response("<think>\nSum.\n</think>\n\nIt is four.<|endoftext|>", prefix=prompt)
+    assert (parsed["thinking"], parsed["content"]) == ("Sum.", "It is four.")
+    (path / "generation_config.json").write_text("{not json")  # a broken one adds nothing and breaks nothing
+    assert STOP_TOKENS not in load_dir(path).special_tokens
+
+
 def test_batch_write_then_plain_load(hub_env, tmp_path):
     from transformers import AutoTokenizer
 

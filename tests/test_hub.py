@@ -38,6 +38,33 @@ def test_infer_hub_model_cli(hub_env, fake_hub, qwen3):
     assert fake_hub.downloads() and all(p.endswith(("tokenizer_config.json", "chat_template.jinja")) for p in fake_hub.downloads())
 
 
+def test_the_tokens_a_model_stops_on_come_from_its_generation_config(hub_env, fake_hub):
+    """Llama 3.2 stops on ``<|eom_id|>`` after a ``<|python_tag|>`` call (generation_config.json lists it with
+    ``<|end_of_text|>`` beside the ``<|eot_id|>`` its template writes). Read from the Hub with the token files,
+    it ends the call: before, the call's arguments came back as their text with the token in it."""
+    from transformers.utils.chat_parsing import parse_response
+
+    from autoparser.cli.parse import PLACEHOLDER_USER, generation_prompt
+    from autoparser.sources.local import STOP_TOKENS
+
+    llama = corpus_template("meta-llama-Llama-3.2-3B-Instruct")
+    names = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128008: "<|eom_id|>", 128009: "<|eot_id|>"}
+    config = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+              "added_tokens_decoder": {str(i): {"content": t, "special": True} for i, t in names.items()}}
+    fake_hub.add("meta/llama32", {"chat_template.jinja": llama, "tokenizer_config.json": config,
+                                  "generation_config.json": {"eos_token_id": [128001, 128008, 128009]}})
+    src = resolve("meta/llama32")
+    assert src.special_tokens[STOP_TOKENS] == "<|end_of_text|>\n<|eom_id|>"
+    res = infer_result(src.template, src.special_tokens)
+    prefix = generation_prompt(src.template, src.special_tokens, tools=None, user_message=PLACEHOLDER_USER)
+    for text in ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>',
+                 '{"name": "get_weather", "parameters": {"city": "Paris"}}<|end_of_text|>'):
+        msg = parse_response(text, res.template, prefix=prefix)
+        assert msg["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}, msg
+        assert not msg.get("content"), msg
+    assert parse_response("Hello.<|end_of_text|>", res.template, prefix=prefix)["content"] == "Hello."
+
+
 def test_precedence_and_special_tokens(hub_env, fake_hub):
     config = {"chat_template": "config {{ bos_token }}", "bos_token": {"content": "<s>", "__type": "AddedToken"}}
     fake_hub.add("o/all", {"tokenizer_config.json": config, "chat_template.json": {"chat_template": "json"},

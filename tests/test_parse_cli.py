@@ -110,3 +110,15 @@ def test_parse_output_turns_a_raise_into_an_error():
     rt = {"start_anchor": "A:", "fields": {"tool_calls": {"open": "<c>", "close": "</c>", "content": "json"}, "content": {"content": "text"}}}
     with pytest.raises(AutoparserError, match="parser raised"):
         parse_output(rt, "hi <c>{bad</c>", "A:")
+
+
+def test_a_stop_token_given_on_the_command_line_ends_the_turn(tmp_path, capsys):
+    """A bare template file brings no generation_config.json: ``--token stop_tokens=…`` (repeatable, each one
+    added) names the tokens the model stops on, so a call ending in one keeps its arguments."""
+    path = tmp_path / "llama32.jinja"
+    path.write_text(corpus_template("meta-llama-Llama-3.2-3B-Instruct"), encoding="utf-8")
+    out = tmp_path / "out.txt"
+    out.write_text('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>', encoding="utf-8")
+    assert main(["parse", str(path), str(out), "--token", "stop_tokens=<|end_of_text|>", "--token", "stop_tokens=<|eom_id|>"]) == 0
+    msg = json.loads(capsys.readouterr().out)
+    assert msg["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}

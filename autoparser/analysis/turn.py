@@ -6,6 +6,7 @@ import regex as re
 
 from .diff import MARKER, _marker_spans, markers, prefix_len, worded_tag
 from ..errors import AnalysisError, TemplateError
+from ..sources.local import STOP_TOKENS
 from .probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Reasoning, Turn
 
@@ -66,9 +67,10 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     # The tokenizer's end-of-sequence token ends a reply too where the template ends its turns with another
     # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``): an engine that keeps special
     # tokens leaves it at the end of the text, after a call or an answer. Only a marker-shaped token.
-    eos = pr.r.special_tokens.get("eos_token", "").strip()
-    if found and eos and MARKER.fullmatch(eos):
-        found.append(eos)
+    # The other tokens the model stops on (``STOP_TOKENS``, from its generation_config.json: Llama 3.2's
+    # ``<|eom_id|>`` after a call, which its template never writes) end it the same way.
+    stops = [pr.r.special_tokens.get("eos_token", ""), *pr.r.special_tokens.get(STOP_TOKENS, "").split("\n")]
+    found += [tok.strip() for tok in stops if found and tok.strip() and MARKER.fullmatch(tok.strip())]
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
     return ends

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import AutoparserError
+from .source import TOKEN_HELP
 from .files import load_tools
 
 
@@ -30,7 +31,7 @@ def add_arguments(p) -> None:
     p.add_argument("--tokenizer", help="tokenizer.json, tokenizer_config.json or a directory with them: markers that are its added tokens are written as tokens")
     p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
     p.add_argument("--revision", help="Hub revision")
-    p.add_argument("--token", action="append", metavar="NAME=VALUE", help="a special token the template reads, e.g. eos_token='</s>'")
+    p.add_argument("--token", action="append", metavar="NAME=VALUE", help=TOKEN_HELP)
     p.set_defaults(func=run)
 
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .files import load_response_template, write_output
-from .source import source_from_args
+from .source import TOKEN_HELP, source_from_args
 from .. import __version__
 from ..errors import AutoparserError
 from ..output import one_line, record
@@ -88,7 +88,6 @@ def _say_verdict(report) -> int:
 
 
 SOURCE_HELP = ".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id"
-TOKEN_HELP = "a special token the template reads, e.g. eos_token='</s>' (repeatable; model dirs and Hub ids bring theirs)"
 
 
 def _cmd_serve(args) -> int:

@@ -10,6 +10,7 @@ import json
 import sys
 
 from ..errors import AutoparserError
+from .source import TOKEN_HELP
 from .files import load_tools, read_text
 
 PLACEHOLDER_USER = "Hello"
@@ -25,7 +26,7 @@ def add_arguments(p) -> None:
     p.add_argument("--thinking", choices=["on", "off"], help="render the default prompt with enable_thinking on or off")
     p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
     p.add_argument("--revision", help="Hub revision")
-    p.add_argument("--token", action="append", metavar="NAME=VALUE", help="a special token the template reads, e.g. eos_token='</s>'")
+    p.add_argument("--token", action="append", metavar="NAME=VALUE", help=TOKEN_HELP)
     p.set_defaults(func=run)
 
 

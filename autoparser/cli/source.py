@@ -8,14 +8,24 @@ import sys
 from ..errors import AutoparserError
 
 
+TOKEN_HELP = ("a special token the template reads, e.g. eos_token='</s>', or stop_tokens='<|eom_id|>': another token the model "
+              "stops on (repeatable; model dirs and Hub ids bring theirs, from generation_config.json)")
+
+
 def tokens(src, pairs: list[str] | None) -> dict:
-    """The source's special tokens plus ``--token NAME=VALUE`` (a bare .jinja file carries none)."""
+    """The source's special tokens plus ``--token NAME=VALUE`` (a bare .jinja file carries none); each
+    ``stop_tokens`` given adds one to those the source brought."""
+    from ..sources.local import STOP_TOKENS
+
     out = dict(src.special_tokens or {})
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise AutoparserError(f"--token wants NAME=VALUE, got {pair!r}")
-        out[name.strip()] = value
+        name = name.strip()
+        if name == STOP_TOKENS and out.get(name):
+            value = "\n".join(dict.fromkeys([*out[name].split("\n"), value]))
+        out[name] = value
     return out
 
 

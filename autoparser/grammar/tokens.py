@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from ..errors import AutoparserError
+from ..sources.local import added_token_texts
 
 FILES = ("tokenizer.json", "tokenizer_config.json")
 
@@ -16,14 +17,8 @@ FILES = ("tokenizer.json", "tokenizer_config.json")
 def added_tokens_from(data: dict) -> dict[str, int]:
     """Text -> id from a parsed tokenizer.json or tokenizer_config.json (either may hold them)."""
     out: dict[str, int] = {}
-    for item in data.get("added_tokens") or []:
-        if isinstance(item, dict) and isinstance(item.get("content"), str) and isinstance(item.get("id"), int):
-            out[item["content"]] = item["id"]
-    decoder = data.get("added_tokens_decoder")
-    if isinstance(decoder, dict):
-        for key, item in decoder.items():
-            if isinstance(item, dict) and isinstance(item.get("content"), str) and str(key).isdigit():
-                out.setdefault(item["content"], int(key))
+    for i, text in added_token_texts(data).items():
+        out.setdefault(text, i)
     return out
 
 

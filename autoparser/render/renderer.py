@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from ..errors import TemplateError
+from ..sources.local import STOP_TOKENS
 from . import watchdog
 from .sandbox import MAX_OUTPUT, MAX_TAGS, MAX_TEMPLATE, _compiled, weighing
 from .watchdog import RenderTimeout, budget
@@ -41,6 +42,7 @@ class Renderer:
         self.source = source
         self.where = where
         self.special_tokens = {k: v for k, v in (special_tokens or {}).items() if isinstance(v, str)}
+        self._context = {k: v for k, v in self.special_tokens.items() if k != STOP_TOKENS}  # what a template reads
         self.mutable = False
         self.renders = 0
         self._compiled = self._compile(mutable=False)
@@ -60,7 +62,7 @@ class Renderer:
 
     def render(self, messages: list[dict], *, tools: list[dict] | None = None, add_generation_prompt: bool = False, **kwargs: Any) -> str:
         """Render; raises ``TemplateError`` (with the template's own message) if the template refuses."""
-        context = {**self.special_tokens, **kwargs}
+        context = {**self._context, **kwargs}
         msgs = alias_reasoning(messages)
         self.renders += 1
         try:

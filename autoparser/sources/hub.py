@@ -28,7 +28,8 @@ from pathlib import Path
 from ..errors import SourceError
 from .local import TemplateSource, load_dir, load_path
 
-HUB_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json")
+HUB_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
+             "generation_config.json")  # the last for the tokens the model stops on (``local.STOP_TOKENS``)
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _LOCAL_SUFFIXES = (".jinja", ".j2", ".json", ".txt")
 _ABSENT = "absent"  # the repo does not have the file
@@ -150,6 +151,12 @@ def _asked(repo_id: str, revision: str | None, label: str, wait: float) -> str |
     except _Unreachable as e:
         _silent[endpoint] = (time.monotonic(), wait, str(e))
         raise
+
+
+def cached_file(repo_id: str, filename: str) -> Path | None:
+    """A file of a Hub model already in the HF cache (main), asking nothing of the network; None otherwise."""
+    got = _cached(repo_id, filename, "main")
+    return Path(got) if got not in (None, _ABSENT) else None
 
 
 def _cached(repo_id: str, filename: str, revision: str) -> str | None:

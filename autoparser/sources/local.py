@@ -12,6 +12,12 @@ from pathlib import Path
 from ..errors import SourceError
 
 SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
+# The other tokens a model stops on (``generation_config.json``'s ``eos_token_id`` beside ``eos_token``: Llama
+# 3.x's ``<|eom_id|>`` after a ``<|python_tag|>`` call, Qwen 2.5's ``<|endoftext|>``), one per line: a
+# generation decoded with its special tokens ends with one of them, which ends the turn like the template's
+# own end. Kept with the special tokens so that every consumer (cache keys, the hook) sees them; never
+# rendered (a template does not read it).
+STOP_TOKENS = "stop_tokens"
 MAX_FILE = 8 << 20
 
 
@@ -77,6 +83,60 @@ def special_tokens_from_config(config: dict) -> dict[str, str]:
     return out
 
 
+def stop_tokens_from(generation_config: object, id_to_text: dict[int, str], eos_token: str | None) -> str | None:
+    """``STOP_TOKENS`` from a parsed generation_config.json and the tokenizer's added tokens (id -> text); None
+    when it names no other. An id the added tokens do not hold is left out (a plain vocabulary word)."""
+    ids = generation_config.get("eos_token_id") if isinstance(generation_config, dict) else None
+    ids = [ids] if isinstance(ids, int) else ids if isinstance(ids, list) else []
+    texts = [id_to_text.get(i) for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    out = list(dict.fromkeys(t for t in texts if t and t.strip() and t != eos_token and "\n" not in t))
+    return "\n".join(out) or None
+
+
+def added_token_texts(*configs: object) -> dict[int, str]:
+    """id -> text of the added tokens a tokenizer_config.json (``added_tokens_decoder``) or tokenizer.json
+    (``added_tokens``) declares; the first that names an id wins."""
+    out: dict[int, str] = {}
+    for config in configs:
+        if not isinstance(config, dict):
+            continue
+        decoder = config.get("added_tokens_decoder")
+        if isinstance(decoder, dict):
+            for key, item in decoder.items():
+                if str(key).isdigit() and (text := _token_text(item)) is not None:
+                    out.setdefault(int(key), text)
+        for item in config.get("added_tokens") or []:
+            if isinstance(item, dict) and isinstance(item.get("id"), int) and (text := _token_text(item)) is not None:
+                out.setdefault(item["id"], text)
+    return out
+
+
+def read_generation_config(path: Path) -> dict | None:
+    """A generation_config.json, or None where it is absent or cannot be read (it only adds to what the
+    template's parser reads, so it never fails the source)."""
+    try:
+        data = _read_json(path) if path.is_file() else None
+    except SourceError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _stop_tokens(path: Path, config: dict, tokens: dict[str, str]) -> str | None:
+    """``STOP_TOKENS`` of a model directory."""
+    gen = read_generation_config(path / "generation_config.json")
+    if gen is None:
+        return None
+    ids = added_token_texts(config)
+    wanted = gen.get("eos_token_id")
+    unknown = [i for i in (wanted if isinstance(wanted, list) else [wanted]) if isinstance(i, int) and i not in ids]
+    if unknown and (path / "tokenizer.json").is_file():  # older configs list their added tokens there only
+        try:
+            ids = added_token_texts(config, _read_json(path / "tokenizer.json"))
+        except SourceError:
+            pass  # over the size limit, or broken: the config's tokens only
+    return stop_tokens_from(gen, ids, tokens.get("eos_token"))
+
+
 def pick_template(value: object, name: str | None, where: str) -> tuple[str, str | None]:
     """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one."""
     if isinstance(value, str):
@@ -122,6 +182,12 @@ def load_dir(path: Path, name: str | None = None) -> TemplateSource:
         data = _read_json(stm)
         if isinstance(data, dict):
             tokens = {**special_tokens_from_config(data), **tokens}
+    src = _load_dir(path, name, config, config_path, tokens)
+    stops = _stop_tokens(path, config, src.special_tokens)
+    return dataclasses.replace(src, special_tokens={**src.special_tokens, STOP_TOKENS: stops}) if stops else src
+
+
+def _load_dir(path: Path, name: str | None, config: dict, config_path: Path, tokens: dict[str, str]) -> TemplateSource:
     shipped = config.get("response_template") if isinstance(config.get("response_template"), dict) else None
     if name and name != "default":
         named = path / "additional_chat_templates" / f"{name}.jinja"
