@@ -87,6 +87,25 @@ def test_the_tokens_a_model_stops_on_end_the_turn(tmp_path):
     assert STOP_TOKENS not in load_dir(path).special_tokens
 
 
+def test_padding_after_a_batched_reply_is_no_text(tmp_path):
+    """A batched generation decoded whole pads a short reply after its end with the tokenizer's pad token
+    (Qwen's ``<|endoftext|>``): padding is never text, after an answer or after a call. Fails on the commit
+    before: the pad tokens came back as content."""
+    from transformers import AutoTokenizer
+
+    path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"))
+    autoparser.enable()
+    tok = AutoTokenizer.from_pretrained(path)
+    prompt = tok.apply_chat_template(CONVERSATION, tokenize=False, add_generation_prompt=True)
+    pads = tok.pad_token * 3
+    parsed = tok.parse_response(f"<think>\nSum.\n</think>\n\nIt is four.{tok.eos_token}{pads}", prefix=prompt)
+    assert (parsed["thinking"], parsed["content"]) == ("Sum.", "It is four.")
+    call = '<think>\n\n</think>\n\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 2}}\n</tool_call>'
+    parsed = tok.parse_response(f"{call}{tok.eos_token}{pads}", prefix=prompt)
+    assert parsed["tool_calls"][0]["function"] == {"name": "add", "arguments": {"a": 2, "b": 2}}
+    assert not parsed.get("content"), parsed
+
+
 def test_batch_write_then_plain_load(hub_env, tmp_path):
     from transformers import AutoTokenizer
 

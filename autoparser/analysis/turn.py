@@ -68,8 +68,11 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``): an engine that keeps special
     # tokens leaves it at the end of the text, after a call or an answer. Only a marker-shaped token.
     # The other tokens the model stops on (``STOP_TOKENS``, from its generation_config.json: Llama 3.2's
-    # ``<|eom_id|>`` after a call, which its template never writes) end it the same way.
-    stops = [pr.r.special_tokens.get("eos_token", ""), *pr.r.special_tokens.get(STOP_TOKENS, "").split("\n")]
+    # ``<|eom_id|>`` after a call, which its template never writes) end it the same way, and so does the
+    # padding token: a batched generation decoded whole pads a short reply after its end
+    # (``Hello<|im_end|><|endoftext|><|endoftext|>``), and padding is never text.
+    tokens = pr.r.special_tokens
+    stops = [tokens.get("eos_token", ""), *tokens.get(STOP_TOKENS, "").split("\n"), tokens.get("pad_token", "")]
     found += [tok.strip() for tok in stops if found and tok.strip() and MARKER.fullmatch(tok.strip())]
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
