@@ -137,6 +137,11 @@ class HubEnv:
         mp.setenv("NO_PROXY", "127.0.0.1,localhost")
         mp.setenv("AUTOPARSER_CACHE_DIR", str(self.cache_dir))
         mp.setenv("TOKENIZERS_PARALLELISM", "false")
+        # A Hub that gave no answer is remembered by its endpoint; a hub stopped by an earlier test may have
+        # had this one's port (the OS reuses them), which made a live hub look silent (a flake in CI).
+        from autoparser.sources import hub as hub_source
+
+        mp.setattr(hub_source, "_silent", {})
         _reload_hf_constants()
 
     def offline(self, on: bool = True):
