@@ -126,6 +126,36 @@ def test_the_tokenizers_eos_left_in_the_text_ends_the_reply(text, content, calls
 
 
 
+@pytest.mark.parametrize("text, message", [
+    ("Hello there.<|user|>", {"content": "Hello there."}),
+    ("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call><|observation|>",
+     {"tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
+])
+def test_a_stop_token_ends_a_turn_the_template_ends_with_no_marker_of_its_own(text, message):
+    """GLM's turns end where the next one's ``<|user|>`` (or a tool's ``<|observation|>``) begins, so its template
+    writes no end marker; its generation_config.json lists both as tokens the model stops on, and a generation
+    decoded with its special tokens ends with one. Fails on the commit before: the token came back as content."""
+    from conftest import corpus_template
+
+    src = corpus_template("GLM-4.6")
+    tokens = {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "stop_tokens": "<|user|>\n<|observation|>"}
+    msg = parse_response(text, autoparser.infer_result(src, tokens).template, prefix=generation_prompt(src, tokens))
+    assert msg == {"role": "assistant", **message}
+
+
+@pytest.mark.parametrize("name, text", [
+    ("chatml-think", "<think>\nLet me think<|im_end|>"),
+    ("chatml-think", "<think>\nLet me think<|im_end|>\n"),
+    ("wrapped-with-reasoning", "<reasoning>Let me think<end_of_turn>"),
+    ("json-after-reasoning", "<[reasoning]>Let me think<[assistant_end]>"),
+])
+def test_the_turn_ending_inside_reasoning_ends_the_reasoning(name, text):
+    """A model that stops before writing the reasoning's close (``<think>…<|im_end|>``): the reasoning ends where
+    the turn does, and the end marker is no reasoning text. Fails on the commit before: it kept the marker."""
+    msg = _parse(name, text)
+    assert msg.get("thinking") == "Let me think" and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("body", [" city=Paris days=3", '\n{"city": "Paris"}', " please check Paris"])
 def test_a_tagged_call_whose_body_no_argument_tag_holds_stays_content(body):
     """A tagged call's body that is text, not its argument tags (``<tool_call>multiply a=1 b=2</tool_call>``,

@@ -65,15 +65,16 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
         if run:
             found += [worded_tag(mid[:cut]) or run[0], run[-1]]
     # The tokenizer's end-of-sequence token ends a reply too where the template ends its turns with another
-    # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``): an engine that keeps special
-    # tokens leaves it at the end of the text, after a call or an answer. Only a marker-shaped token.
+    # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``) or with none (GLM's turns end where
+    # the next begins): an engine that keeps special tokens leaves it at the end of the text, after a call or an
+    # answer. Only a marker-shaped token.
     # The other tokens the model stops on (``STOP_TOKENS``, from its generation_config.json: Llama 3.2's
     # ``<|eom_id|>`` after a call, which its template never writes) end it the same way, and so does the
     # padding token: a batched generation decoded whole pads a short reply after its end
     # (``Hello<|im_end|><|endoftext|><|endoftext|>``), and padding is never text.
     tokens = pr.r.special_tokens
     stops = [tokens.get("eos_token", ""), *tokens.get(STOP_TOKENS, "").split("\n"), tokens.get("pad_token", "")]
-    found += [tok.strip() for tok in stops if found and tok.strip() and MARKER.fullmatch(tok.strip())]
+    found += [tok.strip() for tok in stops if tok.strip() and MARKER.fullmatch(tok.strip())]
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
     return ends

@@ -363,6 +363,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             firsts = [v for v in r.end_variants if r.end and r.end.startswith(v) and v != r.end]
             if firsts and ends:
                 f["close_pattern"] += "|" + "|".join(rf"{esc(v)}(?=\s*(?:{'|'.join(literals(ends))}|\Z))" for v in firsts)
+            # The turn ending inside the block (the model stopped before writing the close): the reasoning ends
+            # there, and the end marker is the content's to consume, no reasoning text. Not a marker the close
+            # itself begins with (an end that holds the next header, above): a stream, whose partial search
+            # prefers this whole zero-width match to the close still arriving at the same place, would end the
+            # block before the header.
+            cut = [e for e in ends if r.end and not any(v.startswith(e) for v in (r.end, *r.end_variants))]
+            if cut:
+                f["close_pattern"] += "|(?=" + "|".join(literals(cut)) + ")"
             if r.end:
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
