@@ -73,7 +73,8 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     # padding token: a batched generation decoded whole pads a short reply after its end
     # (``Hello<|im_end|><|endoftext|><|endoftext|>``), and padding is never text.
     tokens = pr.r.special_tokens
-    stops = [tokens.get("eos_token", ""), *tokens.get(STOP_TOKENS, "").split("\n"), tokens.get("pad_token", "")]
+    pad = tokens.get("pad_token", "") if tokens.get("pad_token") != tokens.get("bos_token") else ""  # (``<s>`` as padding: a start)
+    stops = [tokens.get("eos_token", ""), *tokens.get(STOP_TOKENS, "").split("\n"), pad]
     found += [tok.strip() for tok in stops if tok.strip() and MARKER.fullmatch(tok.strip())]
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
