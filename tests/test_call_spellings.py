@@ -364,6 +364,20 @@ def test_a_bare_json_call_is_recognised_by_its_head_wherever_it_stands(text, cal
     assert _calls(msg) == calls and (msg.get("content") or "") == content, msg
 
 
+@pytest.mark.parametrize("text, content", [
+    ('Sure:\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "get_time", "arguments": {}}\nDone.',
+     "Sure:\n\nDone."),  # one a line
+    ('{"name": "get_weather", "arguments": {"city": "Paris"}} {"name": "get_time", "arguments": {}}', ""),
+    ('[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]', ""),  # a list
+])
+def test_bare_json_calls_one_after_another_are_each_a_call(text, content):
+    """Call objects written bare, one after another (a line each, or a JSON list with no marker): each object
+    describes itself, so the next one's whole head ends the call before it. Fails on the commit before: the
+    first call's arguments ran to the last object's end (its text), and a list's ``[`` was left in content."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == [WEATHER, ("get_time", {})] and (msg.get("content") or "") == content, msg
+
+
 @pytest.mark.parametrize("text, n", [
     ('<|python_tag|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|eot_id|>', 1),
     ('<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}', 2),

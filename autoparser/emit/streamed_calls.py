@@ -262,7 +262,7 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{listed}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    in_list = rf"\s*(?:,\s*(?={without_groups(head)})|\]\s*(?:{then_space(close)}|(?={finals})))"
+    in_list = rf"\s*(?:,\s*(?={without_groups(head)})|\]\s*(?:{then_space(close)}|(?={finals}))|\]{NEW_LINE_TEXT})"
     # Every close after the object's ``}`` right after the arguments shares that look and the keys after them, written
     # once (the pattern is compiled and scanned on every delta: its length is time): the list's next call or end,
     # the self-described call's closes, the turn's end or the text's end.
@@ -298,10 +298,13 @@ def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str,
     newline never stands inside a JSON string, and after a value's ``}`` only ``,``, ``}`` or ``]`` continue
     it); a function tag's ``</function>`` right after its object's ``}``."""
     inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
-    shaped_open = rf"(?:{FENCE_OPEN}{head}|{FUNCTION_TAG}){inside}"
+    # (a list's ``[`` before the first head is the list's: its later calls open after a ``,`` as in the list
+    # between markers, and its ``]`` closes the last)
+    shaped_open = rf"(?:{FENCE_OPEN}(?:\[\s*)?{head}|{FUNCTION_TAG}){inside}"
     # (what may follow the object's ``}`` right after the arguments, and the keys after them: the caller writes
-    # that look once before all of them; the function tag's close is ``FUNCTION_TAG_CLOSE``)
-    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})", END_TAG]
+    # that look once before all of them; the function tag's close is ``FUNCTION_TAG_CLOSE``; another call's whole
+    # head after it, ``{…}\n{"name": …}``, which then opens as this one did)
+    shaped_close = [r"\s*```[ \t]*", NEW_LINE_TEXT, rf"\s*(?={opener})", END_TAG, rf"\s*(?={without_groups(head)})"]
     return shaped_open, shaped_close
 
 
