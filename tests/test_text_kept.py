@@ -325,3 +325,26 @@ def test_a_bracket_in_prose_is_kept_where_a_pythonic_list_has_no_marker(name, te
     spec, prompt, _ = inferred(name)
     for msg in both(spec, text, prompt):
         assert msg.get("content") == content, (name, text, msg)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Hello there.<|im_end|>", {"content": "Hello there."}),  # no recipient at all
+    (" user:Hi<|im_end|>", {"content": "user:Hi"}),  # a space before it: no recipient's name
+    (':{"city": "Paris"}<|im_end|>', {"content": ':{"city": "Paris"}'}),  # the name left out
+    ("user:Hi<|im_end|>", {"content": "Hi"}),
+    ('get_weather:{"city": "Paris"}<|im_end|>',
+     {"tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
+])
+def test_a_message_with_no_recipient_after_its_header_is_content(text, message):
+    """Messages under a recipient header (``>>user:`` the answer, ``>>NAME:`` a call; Functionary v3.2's
+    ``>>>all``): the prompt ends with the header's marker, and a model that writes its answer without a
+    recipient wrote text no field took, lost whole. It is content, from where the text parts from a recipient's
+    name. Fails on the commit before: the first three came back as an empty message."""
+    src = (MODELS / "recipient.jinja").read_text(encoding="utf-8")
+    template = autoparser.infer_result(src).template
+    prefix = generation_prompt(src)
+    one = parse_response(text, template, prefix=prefix)
+    p = ResponseParser(template, prefix=prefix)
+    for ch in text:
+        p.feed(ch)
+    assert p.finalize()[0] == one == {"role": "assistant", **message}

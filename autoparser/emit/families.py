@@ -88,7 +88,13 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
     }
     fields["tool_calls"] = never_raises(fields["tool_calls"])
-    fields["content"] = {"open": [h.header_start + w + h.header_end for w in h.content_words], "close_pattern": close_pattern, "content": "text"}
+    # A message written with no recipient after the header (``>>>Hello there.``, ``>>> all``, ``>>>\n…``) is no call
+    # and was outside every field, its text lost: it opens content at the header once the text parts from a
+    # recipient's name (a character no name holds, the suffix not begun) or the suffix follows with no name. A
+    # stream holds back at most the word being written.
+    no_name = rf"{C}(?=[\w.\-/]*(?!{M})[^\w.\-/]|{M})"
+    named = "|".join(re.escape(h.header_start + w + h.header_end) for w in h.content_words)
+    fields["content"] = {"open_pattern": f"{named}|{no_name}", "close_pattern": close_pattern, "content": "text"}
     warnings.append(f"content ends at the next {h.header_start!r}: a literal {h.header_start!r} in content ends it early")
     # The generation prompt ends with the header marker: anchor before it so the parser sees it.
     anchors = [x[: len(x) - len(h.header_start)] if x.endswith(h.header_start) else x for x in a.turn.anchors]
