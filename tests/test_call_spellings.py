@@ -325,6 +325,15 @@ def test_a_json_call_run_may_leave_out_its_closer_at_the_end(text, calls):
     assert _calls(msg) == calls and not msg.get("content"), msg
 
 
+def test_a_json_call_run_reads_the_arguments_under_either_key():
+    """A run of call objects after one opener (MiniMax-M1's ``<tool_calls>``) whose objects are just a name and
+    arguments: ``parameters`` as well as ``arguments``, as in every such JSON format. Fails on the commit
+    before: the call stayed in content."""
+    text = '<calls>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n{"name": "get_time", "arguments": {}}\n</calls><|im_end|>'
+    msg = _parse("json-run-closed", text)
+    assert _calls(msg) == [WEATHER, ("get_time", {})] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text", [
     '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
     '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key

@@ -162,7 +162,8 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     head up to the arguments, ``{"name": "<name>", "parameters": `` (after the opener, or right after the
     previous call), its body is the arguments, and it closes on the object's ``}`` followed by the next
     head, the opener's end marker or the end of the turn."""
-    name_key, head = _call_head(t)
+    # (the arguments under either key where the object is just a name and its arguments: models write both)
+    name_key, head = _call_head(t, args=args_keys(t) if _any_args_key(t) else None)
     sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
     opener = "|".join(literals(_openers(t, start)))
     end = t.call_end.strip()
