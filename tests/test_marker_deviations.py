@@ -113,13 +113,18 @@ def test_llama3_python_tag_before_a_custom_call():
 @pytest.mark.parametrize("text, content, calls", [
     ('Sure.<|act|>\n{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}</s>', "Sure.", ["get_weather"]),
     ("Paris is sunny.</s>", "Paris is sunny.", []),
+    # another token the model stops on (generation_config.json's), and padding after the reply
+    ("Paris is sunny.<|eom|>", "Paris is sunny.", []),
+    ("Paris is sunny.<|eot|><pad><pad><pad>", "Paris is sunny.", []),
 ])
 def test_the_tokenizers_eos_left_in_the_text_ends_the_reply(text, content, calls):
     """A template that ends its turns with its own marker (``<|eot|>``) and a model that stops on the
-    tokenizer's end-of-sequence token (``</s>``, GigaChat): an engine that keeps special tokens leaves it
-    after the answer or the last call. It ends the reply: the call still parses and no ``</s>`` is content."""
+    tokenizer's end-of-sequence token (``</s>``, GigaChat), or on another its generation_config.json lists
+    (``<|eom|>``): an engine that keeps special tokens leaves it after the answer or the last call. It ends the
+    reply: the call still parses and no ``</s>`` is content. Padding after the reply (a batch decoded whole) is
+    no text either."""
     src = (Path(__file__).resolve().parents[1] / "models" / "json-per-call.jinja").read_text(encoding="utf-8")
-    tokens = {"eos_token": "</s>"}
+    tokens = {"eos_token": "</s>", "stop_tokens": "<|eom|>", "pad_token": "<pad>"}
     msg = parse_response(text, autoparser.infer_result(src, tokens).template, prefix=generation_prompt(src, tokens))
     assert msg.get("content") == content
     assert [c["function"]["name"] for c in msg.get("tool_calls") or []] == calls
