@@ -6,6 +6,7 @@ import dataclasses
 import sys
 
 from ..errors import AutoparserError
+from ..sources.local import STOP_TOKENS
 
 
 TOKEN_HELP = ("a special token the template reads, e.g. eos_token='</s>', or stop_tokens='<|eom_id|>': another token the model "
@@ -15,8 +16,6 @@ TOKEN_HELP = ("a special token the template reads, e.g. eos_token='</s>', or sto
 def tokens(src, pairs: list[str] | None) -> dict:
     """The source's special tokens plus ``--token NAME=VALUE`` (a bare .jinja file carries none); each
     ``stop_tokens`` given adds one to those the source brought."""
-    from ..sources.local import STOP_TOKENS
-
     out = dict(src.special_tokens or {})
     for pair in pairs or []:
         name, sep, value = pair.partition("=")

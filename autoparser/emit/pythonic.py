@@ -40,7 +40,15 @@ PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
 #   (``tools=`` casts True/None by the schema).
 # ``strip`` off: a value that is not JSON keeps its spaces.
 _SQ_EXACT = r"'[^'\\]*'"
-_DQ_RUN = r'(?:[^"\\\'\x00-\x1f]|\\[\\"nrtbf]|\\u[0-9a-fA-F]{4})*'
+
+
+def _string_run(escapes: str) -> str:
+    """The inside of a double-quoted string with no apostrophe, no control character and only these escapes
+    (a character class) or ``\\uXXXX``: the text a json parser handed it reads as meant."""
+    return rf'(?:[^"\\\'\x00-\x1f]|\\{escapes}|\\u[0-9a-fA-F]{{4}})*'
+
+
+_DQ_RUN = _string_run(r'[\\"nrtbf]')  # (Python keeps ``\/``; JSON reads it as ``/``: not handed over)
 _DQ_EXACT = rf'"{_DQ_RUN}(?:\'{_DQ_RUN})?"'
 _PY_TYPED = (rf"(?P<value>{_SQ_EXACT}|{_DQ_EXACT}|{_NEST2}|[^,\s()\[\]{{}}'\"]+)"
              rf"|'(?P<value>(?:[^'\\]|\\.)*)'|\"(?P<value>(?:[^\"\\]|\\.)*)\""
@@ -53,7 +61,7 @@ PY_TYPED_PARSER = {"name": "json", "args": {"string_delims": [["'", "'"]], "allo
 # its key after the object's ``{`` or a ``,``, and its value as ``_PY_TYPED`` spells it for the one json parser
 # both kinds of call share: a double-quoted string whole when it holds at most one apostrophe (two would pair
 # up as the ' delimiter) and only JSON's escapes, else the text between its quotes; a bracketed value whole; a bare atom; a string cut off where the text ends.
-_JSON_RUN = r'(?:[^"\\\'\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*'
+_JSON_RUN = _string_run(r'["\\/bfnrt]')
 _JSON_MEMBER = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]{1,256})"\s*:\s*'
                 rf"""(?:(?P<value>"{_JSON_RUN}(?:'{_JSON_RUN})?"|(?&n2)|[^,\s()\[\]{{}}'"]+)"""
                 r'|"(?P<value>(?:[^"\\]|\\.)*)"|"(?P<value>(?:[^"\\]|\\.)*)\Z)')

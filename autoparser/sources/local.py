@@ -83,12 +83,17 @@ def special_tokens_from_config(config: dict) -> dict[str, str]:
     return out
 
 
+def _eos_ids(generation_config: object) -> list[int]:
+    """generation_config.json's ``eos_token_id``: one id or a list of them."""
+    ids = generation_config.get("eos_token_id") if isinstance(generation_config, dict) else None
+    ids = [ids] if isinstance(ids, int) else ids if isinstance(ids, list) else []
+    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+
+
 def stop_tokens_from(generation_config: object, id_to_text: dict[int, str], eos_token: str | None) -> str | None:
     """``STOP_TOKENS`` from a parsed generation_config.json and the tokenizer's added tokens (id -> text); None
     when it names no other. An id the added tokens do not hold is left out (a plain vocabulary word)."""
-    ids = generation_config.get("eos_token_id") if isinstance(generation_config, dict) else None
-    ids = [ids] if isinstance(ids, int) else ids if isinstance(ids, list) else []
-    texts = [id_to_text.get(i) for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    texts = [id_to_text.get(i) for i in _eos_ids(generation_config)]
     out = list(dict.fromkeys(t for t in texts if t and t.strip() and t != eos_token and "\n" not in t))
     return "\n".join(out) or None
 
@@ -127,9 +132,7 @@ def _stop_tokens(path: Path, config: dict, tokens: dict[str, str]) -> str | None
     if gen is None:
         return None
     ids = added_token_texts(config)
-    wanted = gen.get("eos_token_id")
-    unknown = [i for i in (wanted if isinstance(wanted, list) else [wanted]) if isinstance(i, int) and i not in ids]
-    if unknown and (path / "tokenizer.json").is_file():  # older configs list their added tokens there only
+    if any(i not in ids for i in _eos_ids(gen)) and (path / "tokenizer.json").is_file():  # older configs list their added tokens there only
         try:
             ids = added_token_texts(config, _read_json(path / "tokenizer.json"))
         except SourceError:
