@@ -19,12 +19,12 @@ def template(name: str) -> dict:
     return json.loads((MODELS / f"{name}.response.json").read_text(encoding="utf-8"))
 
 
-def both(spec: dict, text: str) -> list[dict]:
+def both(spec: dict, text: str, prefix: str = "") -> list[dict]:
     """The message parsed in one shot and streamed one character at a time."""
-    p = ResponseParser(spec, prefix="")
+    p = ResponseParser(spec, prefix=prefix)
     for ch in text:
         p.feed(ch)
-    return [parse_response(text, spec, prefix=""), p.finalize()[0]]
+    return [parse_response(text, spec, prefix=prefix), p.finalize()[0]]
 
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
@@ -143,19 +143,26 @@ def test_a_headed_reply_with_no_header_keeps_the_text(text, content, calls):
 @pytest.mark.parametrize("prefix", ["<think>\n", "<think>"])
 @pytest.mark.parametrize("repeat", ["<think>\n", "<think>", "\n<think>\n\n"])
 def test_a_repeated_opener_opens_once(prefix, repeat):
-    """The prompt opened the block and the model writes the opener again: it is not reasoning text. (The first,
-    empty, block closes where the second opens; the field joins its regions, so the reasoning starts with the
-    join's newline: surrounding whitespace, as verify judges it.)"""
+    """The prompt opened the block and the model writes the opener again: it is not reasoning text, and the
+    reasoning is one region, exactly what the model wrote (before, the first, empty, block closed where the
+    second opened and the field's join put its separator first: reasoning "\n\nPlan.")."""
     spec = template("forced-open-tagged")
     text = f"{repeat}Plan.\n</think>\n\nDone.<|turn_end|>"
-    for p in (ResponseParser(spec, prefix="<|turn_start|>assistant\n" + prefix), None):
-        if p is None:
-            msg = parse_response(text, spec, prefix="<|turn_start|>assistant\n" + prefix)
-        else:
-            for ch in text:
-                p.feed(ch)
-            msg = p.finalize()[0]
-        assert (msg["thinking"].lstrip("\n"), msg["content"]) == ("Plan.", "Done.")
+    for msg in both(spec, text, prefix="<|turn_start|>assistant\n" + prefix):
+        assert (msg["thinking"], msg["content"]) == ("Plan.", "Done.")
+
+
+@pytest.mark.parametrize("text, thinking", [
+    ("<|think|>Plan.<|/think|>Done.<|/turn|>", "Plan."),  # the model thinks although the prompt switched it off
+    ("<|think|><|/think|>Done.<|/turn|>", None),  # or writes an empty block again
+    ("Done.<|/turn|>", None),
+])
+def test_a_prefilled_empty_block_is_no_region(text, thinking):
+    """A thinking-off prompt prefills an empty block: it holds no reasoning, so it adds no region for the
+    field's join to put before what the model writes (before: reasoning "\n\nPlan.", or "\n\n" alone)."""
+    spec = template("forced-closed")
+    for msg in both(spec, text, prefix="<|turn|>assistant\n<|think|><|/think|>"):
+        assert (msg.get("thinking"), msg["content"]) == (thinking, "Done.")
 
 
 @pytest.mark.parametrize("text, content", [

@@ -174,6 +174,18 @@ def each_branch(pattern: str, look: str) -> str:
     return "|".join(b + look for b in _branches(pattern))
 
 
+def not_before(marker: str) -> str:
+    r"""A lookahead: what follows is neither whitespace nor ``marker`` (or the text ends). Written character by
+    character (``[^\s<]|<(?:[^t]|t(?:[^h]|…))``) so that a stream cut inside the marker is a partial match the
+    ``regex`` module reports as such (it prefers a complete match to a partial one, and a negative lookahead
+    fails or holds on no partial): the match before it waits until a character decides."""
+    inner = ""
+    for ch in reversed(marker[1:]):
+        inner = f"[^{esc(ch)}]" + (f"|{esc(ch)}(?:{inner})" if inner else "")
+    head = esc(marker[0])
+    return rf"(?=[^\s{head}]" + (f"|{head}(?:{inner})" if inner else "") + r"|\Z)"
+
+
 def cut_marker(marker: str) -> str:
     """Every proper prefix of ``marker``, longest first, as an alternation: what arrived of it where a text or a
     stream was cut inside it."""

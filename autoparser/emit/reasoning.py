@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..analysis.diff import MARKER, markers
 from ..analysis.model import Analysis
-from .markers import _flex, esc, literals, then_space
+from .markers import _flex, esc, literals, not_before, then_space
 
 
 LONE_CLOSE_WINDOW = 512  # how far into a reply a close with no opener makes the text before it reasoning
@@ -16,9 +16,9 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     r"""The reasoning block opens wherever its opener is written: at the start of the reply and after content
     too (interleaved thinking, ``<think>a</think>x<think>b</think>y``), since the text fields keep every region
     (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
-    vLLM's Mistral parsers split it. A bare literal, so the ``regex`` module skips to it and nothing is held.
-    An opener written twice (the prompt opened it and the model writes it again) opens once: the close's
-    ``repeated_opener`` ends the first, empty, block where the second starts. With ``lone_close`` text before
+    vLLM's Mistral parsers split it. It starts with the literal, so the ``regex`` module skips to it. An opener
+    written twice (the prompt opened it and the model writes it again) opens once: the open takes the repeat
+    and the whitespace after, which holds a stream back only while whitespace follows an opener. With ``lone_close`` text before
     a close with no opener is reasoning too, where the close comes within ``LONE_CLOSE_WINDOW`` characters of
     the reply's start, before the opener or a marker of ``ends`` (the turn's end, a call's opener, the content
     wrapper: reasoning comes before its close, those after it): the lookahead decides within that window,
@@ -36,7 +36,12 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
         # arrived, the optional word being no growth transformers can see at the buffer's edge)
         opener = rf"{esc(token)}(?:\s*{esc(token)})?(?:{esc(word)})?"
     else:
-        opener = _flex(r.start)
+        # (the opener written again right after itself is one opener, so the reasoning is one region: a zero-width
+        # close before the repeat made an empty first region, and the field's join put its separator before the
+        # reasoning, "\n\nR". The open takes the whitespace after it and then waits, ``not_before``, until a
+        # character shows that no repeat follows: an opener at a prompt's end is no committed match before the
+        # reply starts, and ``<think>\n`` no complete one while a second ``<think>`` may be arriving.)
+        opener = rf"{_flex(r.start)}(?:\s*{_flex(r.start)})*\s*{not_before(r.start.strip())}"
     if r.lone_close and r.end:
         stop = "|".join(literals([token or r.start, *ends]))
         opener += rf"|\A(?=(?:(?!{stop})[\s\S]){{0,{LONE_CLOSE_WINDOW}}}?{esc(r.end)})"

@@ -483,6 +483,10 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
             # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
+            # At the reply's start a block left empty (a thinking-off prompt's prefill, ``<think></think>``) holds
+            # no text either: consumed, so it adds no region for the field's join to put before the reasoning
+            # the model may write anyway (before: reasoning "\n\nR", or "\n\n" alone).
+            extra.append((r.start, rf"{esc(r.start)}(?<=\A\s*{lead_open}{esc(r.start)})\s*{esc(r.end)}"))
         sec, sec_end = (t.section_start.strip(), t.section_end.strip()) if "tool_calls" in fields else ("", "")
         if sec and sec_end and markers(sec) == [sec] and sec_end in followers:
             # An empty call section (``<|tool_calls_section_begin|><|tool_calls_section_end|>``) holds no text:
