@@ -148,6 +148,22 @@ def test_a_stop_token_ends_a_turn_the_template_ends_with_no_marker_of_its_own(te
     assert msg == {"role": "assistant", **message}
 
 
+@pytest.mark.parametrize("text, message", [
+    ("Hello there.<|human|>", {"content": "Hello there."}),
+    ("Hello there.<|human|>\n", {"content": "Hello there."}),
+    ('<call>{"name": "get_weather", "arguments": {"city": "Paris"}}</call><|result|>',
+     {"tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}),
+])
+def test_the_next_turns_header_ends_a_turn_with_no_end_marker(text, message):
+    """A template whose turns end where the next one's header token begins (models/next-turn-ends.jinja, as GLM):
+    a model that goes on writes that header, its stop token, and a bare .jinja brings no generation_config.json
+    to name it. The header tokens the next message adds after a reply and after calls end the turn. Fails on the
+    commit before: the token came back as content."""
+    src = (Path(__file__).resolve().parents[1] / "models" / "next-turn-ends.jinja").read_text(encoding="utf-8")
+    msg = parse_response(text, autoparser.infer_result(src).template, prefix=generation_prompt(src))
+    assert msg == {"role": "assistant", **message}
+
+
 @pytest.mark.parametrize("name, text", [
     ("chatml-think", "<think>\nLet me think<|im_end|>"),
     ("chatml-think", "<think>\nLet me think<|im_end|>\n"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import regex as re
 
-from .diff import MARKER, _marker_spans, markers, prefix_len, worded_tag
+from .diff import MARKER, SPECIAL_TOKEN, _marker_spans, markers, prefix_len, worded_tag
 from ..errors import AnalysisError, TemplateError
 from ..sources.local import STOP_TOKENS
-from .probes import CONTENT, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
+from .probes import CONTENT, FN_A, ID_A, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
 from .model import Reasoning, Turn
 
 
@@ -64,6 +64,8 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
         run = markers(mid[:cut])
         if run:
             found += [worded_tag(mid[:cut]) or run[0], run[-1]]
+    if not found:
+        found += next_turn_tokens(pr, user)
     # The tokenizer's end-of-sequence token ends a reply too where the template ends its turns with another
     # marker (GigaChat's ``<|message_sep|>``, the model stopping on ``</s>``) or with none (GLM's turns end where
     # the next begins): an engine that keeps special tokens leaves it at the end of the text, after a call or an
@@ -79,6 +81,25 @@ def end_markers(pr: Prober, log: list[str]) -> tuple[str, ...]:
     ends = tuple(dict.fromkeys(m for m in found if m))
     log.append(f"C1 end of turn: after last content {last!r}, between turns {mid!r} -> {list(ends)}")
     return ends
+
+
+def next_turn_tokens(pr: Prober, user: list[dict]) -> list[str]:
+    """Where a template ends no turn with a marker of its own (GLM: a turn ends where the next begins), the
+    marker token that opens the turn after the assistant's (``<|user|>``, and after calls the tool results'
+    ``<|observation|>``) ends the reply: a model that goes on writes the next turn's header, which is its stop
+    token (an engine that keeps special tokens leaves it at the end of the text), and no reply holds it as
+    text. The first marker the next message adds to the rendering, where it is a special token."""
+    out = []
+    turns = [(assistant(), {"role": "user", "content": USER2}),
+             (assistant(None, calls=[call()]), {"role": "tool", "content": RESULT, "tool_call_id": ID_A, "name": FN_A})]
+    for reply, after in turns:
+        alone, more = pr.try_render(user + [reply]), pr.try_render(user + [reply, after])
+        if not alone or not more or not more.startswith(alone):
+            continue
+        run = markers(more[len(alone):].lstrip())
+        if run and more[len(alone):].lstrip().startswith(run[0]) and re.fullmatch(SPECIAL_TOKEN, run[0]):
+            out.append(run[0])
+    return out
 
 
 def generation_prompt(pr: Prober, mode: dict, history: list[dict] | None = None) -> tuple[str, str] | None:

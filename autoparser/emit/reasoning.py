@@ -113,5 +113,7 @@ def delimited_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> dic
 
 def repeated_opener(start: str, lead: str = "") -> str:
     """A zero-width close of the block the prompt opened, where the model writes the opener again before
-    any reasoning: the block reopens there (``reasoning_open``), so the second opener is not reasoning text."""
+    any reasoning: the block reopens there (``reasoning_open``), so the second opener is not reasoning text. A
+    plain opener's open takes its repeat itself (one region); this remains for what it does not take (an opener
+    spelt token + word, written again whole)."""
     return rf"(?={esc(start)})(?<=\A\s*{lead}{esc(start)}\s*)"
