@@ -415,16 +415,19 @@ def test_llama32_python_tag_before_json_calls(text, n):
 PHI4_MINI = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "templates" / "vllm-phi4-mini-functools.jinja"
 
 
-@pytest.mark.parametrize("text, calls", [
-    ('{"name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER]),  # as the template renders history
-    ('functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', [WEATHER]),
+@pytest.mark.parametrize("text, calls, content", [
+    ('{"name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER], None),  # as the template renders history
+    ('functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', [WEATHER], None),
     ('functools[\n  {"name": "get_weather", "arguments": {"city": "Paris"}},\n  {"name": "get_time", "arguments": {}}\n]<|end|>',
-     [WEATHER, ("get_time", {})]),
+     [WEATHER, ("get_time", {})], None),
+    # after text too (before: the lead and its "[" were left in the content, "Sure. functools[")
+    ('Sure. functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', [WEATHER], "Sure."),
 ])
-def test_phi4_mini_functools_list(text, calls):
+def test_phi4_mini_functools_list(text, calls, content):
     """workarounds/phi4-mini-functools.json: phi-4-mini writes its calls as ``functools[{…}, …]``, which its
     template asks for in the system prompt but never renders (history has the objects alone): the lead is
-    optional before the run of calls, and the list it opens ends with ``]`` after the last call."""
+    optional before the run of calls, at the reply's start or after text, and the list it opens ends with
+    ``]`` after the last call."""
     if not PHI4_MINI.is_file():
         pytest.skip(f"wild2 template {PHI4_MINI} not available")
     src = PHI4_MINI.read_text(encoding="utf-8")
@@ -438,7 +441,7 @@ def test_phi4_mini_functools_list(text, calls):
         for i in range(0, len(text), size):
             p.feed(text[i : i + size])
         assert p.finalize()[0] == one, (text, size)
-    assert _calls(one) == calls and not one.get("content"), one
+    assert _calls(one) == calls and one.get("content") == content, one
 
 
 GRANITE = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "templates" / "vllm-granite-3.0-tool.jinja"
@@ -509,6 +512,20 @@ def test_a_template_writing_cdata_values_round_trips_them():
     """The template's own CDATA sections read back as the values it was given: no lossy-history limit."""
     verdict = autoparser.infer_result((MODELS / "xml-cdata.jinja").read_text(encoding="utf-8")).verdict
     assert verdict["fields"]["tool_calls"] == "pass" and not verdict["limits"], verdict
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<|tool_call|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|/tool_call|>', None),
+    ('<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/tool_call|><|im_end|>', None),
+    ('Let me check. <|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]', "Let me check."),
+])
+def test_a_special_token_around_a_self_described_call_is_no_text(text, content):
+    """A call object that describes itself, wrapped in a special token the template does not write there
+    (Granite 3's ``<|tool_call|>[{…}]``, written to a template that wraps calls in ``<tool_call>`` as Granite 4's
+    does): the object decides, so the token before it opens the call and its closing token after it ends it.
+    Before, the token was left in content, and a closing token after the object made the arguments their text."""
+    msg = _parse("chatml-think", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})] and msg.get("content") == content, msg
 
 
 @pytest.mark.parametrize("text, content", [

@@ -262,7 +262,9 @@ def _json_whole(t: Tools, start: str, end: str, ends: list[str]) -> tuple[dict, 
     field: dict = {"open_pattern": f"(?P<name>)(?:{opener}(?:{long}|{short}){to_args}|{listed}|{shaped_open}){dialect.define()}"}
     # (or the turn's end, or the end of the text: engines strip the stop marker)
     finals = "|".join([*literals(ends), r"\Z"])
-    in_list = rf"\s*(?:,\s*(?={without_groups(head)})|\](?:\s*(?:{then_space(close)}|(?={finals}))|{NEW_LINE_TEXT}))"
+    # (after the list's ``]``: the close, the turn's or text's end, text on a new line, or an end tag the template does
+    # not write, ``<|tool_call|>[…]<|/tool_call|>``)
+    in_list = rf"\s*(?:,\s*(?={without_groups(head)})|\](?:\s*(?:{then_space(close)}|(?={finals}))|{NEW_LINE_TEXT}|{END_TAG}))"
     # Every close after the object's ``}`` right after the arguments shares that look and the keys after them, written
     # once (the pattern is compiled and scanned on every delta: its length is time): the list's next call or end,
     # the self-described call's closes, the turn's end or the text's end.

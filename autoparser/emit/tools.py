@@ -101,8 +101,9 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
 # writes none (``<tools>``, ``<tool>``, ``<response>``, ``<function_call>``, a fenced ```` ```xml ````): the object
 # describes itself, so the tag around it is the call's markup, not text (llama.cpp's Hermes 2 Pro parser drops
 # these wrappers). A tag name holds no ``=`` or space, so ``<function=f>``/``<function name="f">`` are none of them
-# (``FUNCTION_TAG``: there the name is the call's own).
-FENCE_OPEN = r"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:<[A-Za-z][\w:.\-]{0,64}>\s*)?"
+# (``FUNCTION_TAG``: there the name is the call's own). Likewise a special token the template does not write there
+# (``<|tool_call|>[{…}]``, Granite 3's marker, written to Granite 4's ``<tool_call>`` template): the object decides.
+FENCE_OPEN = r"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:(?:<[A-Za-z][\w:.\-]{0,64}>|<\|[^<>|\s]{1,64}\|>|<｜[^<>｜\s]{1,64}｜>)\s*)?"
 
 # A JSON call written as a function tag around its arguments: ``<function=f>{…}</function>`` (the custom-tool spelling
 # Meta's Llama 3.1 model card documents), ``<function name="f">{…}</function>`` (llama.cpp's Hermes 2 Pro parser reads
@@ -131,8 +132,9 @@ SAME_LINE_TEXT = r"(?=[A-Za-z]|[ \t]+[A-Z])"
 # buffer's edge, so a look that waited for a line's end with no quote on it would close inside a string still
 # arriving there. A stream waits for the next line's first character (a fence's end there is the wrapper's). Not
 # ``</function>``: a function tag's object is the arguments themselves (``FUNCTION_TAG``), whose last ``}`` is no call
-# object's. The template's own close, earlier in the alternation at the same place, wins.
-END_TAG = (r"\s*</(?!function>)[A-Za-z][\w:.\-]{0,64}>"
+# object's. The template's own close, earlier in the alternation at the same place, wins. A closing special token
+# (``<|/tool_call|>``, the close of a token the model opened the call with, ``FENCE_OPEN``) is such an end tag too.
+END_TAG = (r"\s*(?:</(?!function>)[A-Za-z][\w:.\-]{0,64}>|<\|/[^<>|\s]{1,64}\|>)"
            rf"(?:\s*```[ \t]*(?=\s*(?:\n|\Z|{SPECIAL_TOKEN}))|[ \t]*(?=\n\s*(?:[^\s`]|`(?:[^`]|`[^`])))|\s*\Z"
            rf"|(?=[ \t]*(?:{SPECIAL_TOKEN})))")
 
@@ -282,7 +284,8 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     finals = [esc(e) for e in ends] + [r"\Z"]
     field = {
         # (and, the call object describing itself, its head wherever it stands: after text too)
-        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{head}",
+        # (the lead too, after text: ``Sure. functools[{…}]``, whose ``]`` the last call's close takes)
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{lead}{head}",
         # (a call after text may have text after it too: on a new line, or a capital after a space, as bare calls)
         "close_pattern": (rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")"
                           + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z]))"),
