@@ -543,6 +543,21 @@ def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
     assert msg.get("content") == content
 
 
+@pytest.mark.parametrize("text, content", [
+    ('```python\n[get_weather(city="Paris")]\n```', None),
+    ('Let me check.\n```tool_code\n[get_weather(city="Paris")]\n```\nDone.', "Let me check.\n\nDone."),
+    ('```\n[get_weather(city="Paris")]\n```<|im_end|>', None),
+])
+def test_a_fence_around_a_bare_call_list_is_no_text(text, content):
+    """A pythonic call list with no marker of its own in a markdown fence (as JSON calls are fenced): the
+    fence's opening line is the list's open, its end the close's; the close waits until a character shows
+    whether a fence's end follows (one-shot and streamed alike). Fails on the commit before: the fence came
+    back as content (``"```python\n\n```"``)."""
+    msg = _parse("pythonic-bare", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})]
+    assert msg.get("content") == content
+
+
 @pytest.mark.parametrize("value, expected", [
     ("Paris", "Paris"),  # as rendered: no newline inside the value's tags
     ("\nParis\n", "Paris"),  # a newline on each side: the separator models add (Seed-OSS)

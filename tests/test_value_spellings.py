@@ -69,6 +69,16 @@ def test_pythonic_escapes_mean_what_python_reads():
         "one": 'it\'s "x"'}]
 
 
+def test_a_single_quoted_string_is_its_text_where_the_template_prints_json_values():
+    """pythonic-bare prints values as JSON (``tojson``), so its values are read by the json parser whole; models
+    write Python's single quotes anyway (``city='Paris'``). A single-quoted string whose text is no JSON value is
+    that text; one whose text JSON would read as a number or literal (``'42'``) keeps its quotes rather than
+    become a number. Fails on the commit before: ``'Paris'`` came back with its quotes."""
+    text = "[get_weather(city='Paris', area='San Francisco, CA', note='true story', n='42', q=\"x\", k=3)]"
+    assert _args("pythonic-bare", text) == [{
+        "city": "Paris", "area": "San Francisco, CA", "note": "true story", "n": "'42'", "q": "x", "k": 3}]
+
+
 def test_pythonic_python_words_are_cast_by_the_schema():
     """True/None are no JSON: without tools= they come back as text, with tools= the schema casts them.
     A dict holding True is no JSON either and no parser of the format reads it: it comes back as its text."""

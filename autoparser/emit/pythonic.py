@@ -7,7 +7,7 @@ import regex as re
 
 from ..analysis.diff import markers
 from ..analysis.model import Tools
-from .markers import SPECIAL_TOKEN, ARGS_KEYS, NAME, _call_transform, _flex
+from .markers import SPECIAL_TOKEN, ARGS_KEYS, NAME, _call_transform, _flex, not_before
 
 
 # Python literals for the pythonic argument grammar: quoted strings, bracketed lists/dicts matched
@@ -23,6 +23,11 @@ _NEST2 = _NEST.replace("(?P<nest>", "(?P<n2>").replace("(?&nest)", "(?&n2)")  # 
 # which ``tools=`` casts by the schema.
 _PY_LITERAL = rf"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|{_NEST2}|[^,\s()\[\]{{}}'\"]+" + rf"|{_Q1[:-1]}\Z|{_Q2[:-1]}\Z"  # a string cut off, as above
 PY_VALUE_PARSER = {"name": "json", "args": {"allow_non_json": True}}
+# ... but a single-quoted string (models write Python's quotes whatever the template prints: ``city='Paris'``)
+# is no JSON, and came back with its quotes: where its text is no JSON value either (not a number, literal,
+# list, object or string, and holds no quote or backslash), its text alone is handed over, which the json
+# parser gives back as that text. Others (``'42'``, ``'true'``, ``'[x]'``) stay whole, quotes and all, never a number.
+_SQ_TEXT = r"""'(?P<value>(?![\[{"\s]|(?:true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')[^'\\"]+)'"""
 
 # Values spelled as Python writes them (a template that prints ``{{ v }}``, or none the diffs saw): the
 # spelling carries the type. Every value goes through one json parser that reads ' as a string delimiter;
@@ -76,7 +81,7 @@ def _pythonic_args(t: Tools, json_calls: bool = False) -> dict:
     key = rf"(?<![\w.])(?P<key>[A-Za-z_]\w*){_flex(t.arguments.key_suffix) or '='}"
     member = f"|{_JSON_MEMBER}" if json_calls else ""
     if t.arguments.json_values:
-        return {"tag_pattern": rf"{key}(?P<value>{_PY_LITERAL}){member}", "value_parser": PY_VALUE_PARSER}
+        return {"tag_pattern": rf"{key}(?:{_SQ_TEXT}|(?P<value>{_PY_LITERAL})){member}", "value_parser": PY_VALUE_PARSER}
     return {"tag_pattern": rf"{key}(?:{_PY_TYPED}){member}", "value_parser": PY_TYPED_PARSER}
 
 
@@ -137,7 +142,9 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         # A list with no marker of its own may be wrapped in special tokens the template never writes
         # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
         # before the list is the open's, one after it the close's, so neither is left in content.
-        token = "" if markers(sec) else rf"(?:(?:{SPECIAL_TOKEN})\s*)?"
+        # Likewise a markdown fence around it (```` ```python\n[f(a=1)]\n``` ````, as JSON calls are fenced, §7b): its
+        # opening line is the open's and its end the close's.
+        token = "" if markers(sec) else rf"(?:(?:{SPECIAL_TOKEN})\s*|```[\w\-]*[ \t]*\n\s*)?"
         # A later call opens right where the previous call's close (which takes the separator) left the parser
         # (``\G``): a bounded look, where a lookbehind to the section's start re-read the section for every
         # call (quadratic in the calls). In prose, the parser never stops between ``), `` and a name: the
@@ -152,7 +159,10 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
         json_calls = False
         open_pattern, sep = _bare_pythonic_open(t, name, close)
         warnings.append("pythonic tool calls have no section marker: calls are recognised only as a run at the very start of the reply")
-    tail = rf"\s*{_flex(sec_end)}\s*" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
+    # (a fence's end, or a character that shows none is arriving: ``not_before``, as the regex module's partial
+    # search prefers the complete match without it to the fence still arriving)
+    fence_end = rf"(?:```[ \t]*|{not_before('```')})" if sec and not markers(sec) else ""
+    tail = rf"\s*{_flex(sec_end)}\s*{fence_end}" if sec_end else r"\s*(?=" + "|".join([re.escape(e) for e in ends] + [r"\Z"]) + ")"
     field = {
         "open_pattern": open_pattern,
         "close_pattern": (rf"{close}{sep}(?=[A-Za-z_][\w.\-]*{re.escape(t.name_suffix)})" if sec
