@@ -4,6 +4,7 @@ bad input is one line on stderr and a non-zero exit, never a traceback."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,15 @@ def test_a_stop_token_given_on_the_command_line_ends_the_turn(tmp_path, capsys):
     assert main(["parse", str(path), str(out), "--token", "stop_tokens=<|end_of_text|>", "--token", "stop_tokens=<|eom_id|>"]) == 0
     msg = json.loads(capsys.readouterr().out)
     assert msg["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+
+
+def test_a_template_that_concatenates_a_special_token_not_given_still_parses(tmp_path, capsys):
+    """``'…' + bos_token`` raises where the token is not given (a bare .jinja): ``infer`` renders it empty and
+    warns, and so does the default prompt ``parse`` renders. Fails on the commit before: one line, "template
+    raised: 'bos_token' is undefined", for a template ``infer`` reads."""
+    path = tmp_path / "missing-eos.jinja"
+    path.write_text((Path(__file__).resolve().parents[1] / "models" / "missing-eos.jinja").read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "out.txt"
+    out.write_text("Hello there.", encoding="utf-8")
+    assert main(["parse", str(path), str(out)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"role": "assistant", "content": "Hello there."}

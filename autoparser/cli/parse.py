@@ -7,6 +7,7 @@ for a one-message conversation: a prompt that left ``<think>`` open changes what
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 from ..errors import AutoparserError
@@ -41,13 +42,23 @@ def generation_prompt(chat_template: str, special_tokens: dict | None = None, *,
 
     renderer = Renderer(chat_template, special_tokens, where=where)
     messages = [{"role": "user", "content": user_message}]
-    try:
-        return renderer.render(messages, tools=tools or None, add_generation_prompt=True, **kwargs)
-    except TemplateError:
-        if tools:
-            raise
-        # tool-use templates iterate ``tools`` unguarded: without tools they render with an empty list
-        return renderer.render(messages, tools=[], add_generation_prompt=True, **kwargs)
+    missing: dict[str, str] = {}
+    while True:
+        try:
+            try:
+                return renderer.render(messages, tools=tools or None, add_generation_prompt=True, **kwargs, **missing)
+            except TemplateError:
+                if tools:
+                    raise
+                # tool-use templates iterate ``tools`` unguarded: without tools they render with an empty list
+                return renderer.render(messages, tools=[], add_generation_prompt=True, **kwargs, **missing)
+        except TemplateError as e:
+            # A special token the caller did not give renders empty, as the analysis renders it (``'' + bos_token``
+            # raised here while ``infer`` read the same template, warning that it rendered empty).
+            m = re.search(r"'(\w+_token)' is undefined", e.message)
+            if not m or m.group(1) in missing or len(missing) >= 4:
+                raise
+            missing[m.group(1)] = ""
 
 
 def parse_output(response_template: dict, text: str, prefix: str, tools: list | None = None) -> dict:
