@@ -18,14 +18,14 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     (``library``): reasoning ``a`` and ``b``, content ``x`` and ``y``, as tinker's, llama.cpp's, Ollama's and
     vLLM's Mistral parsers split it. It starts with the literal, so the ``regex`` module skips to it. An opener
     written twice (the prompt opened it and the model writes it again) opens once: the open takes the repeat
-    and the whitespace after, which holds a stream back only while whitespace follows an opener. With ``lone_close`` text before
-    a close with no opener is reasoning too, where the close comes within ``LONE_CLOSE_WINDOW`` characters of
-    the reply's start, before the opener or a marker of ``ends`` (the turn's end, a call's opener, the content
-    wrapper: reasoning comes before its close, those after it): the lookahead decides within that window,
-    so a stream is held back by it at most and each delta re-reads no more than it (looking for the close
-    anywhere ahead held the whole reply back and re-read it on every delta); a reply that starts with a
-    call's opener gives the window up as soon as that marker is whole. Longer reasoning written without its
-    opener stays content, the close with it (no text lost).
+    and the whitespace after, which holds a stream back only while whitespace follows an opener. With
+    ``lone_close`` text before a close with no opener is reasoning too, where the close comes within
+    ``LONE_CLOSE_WINDOW`` characters of the reply's start, before the opener or a marker of ``ends`` (the turn's
+    end, a call's opener, the content wrapper: reasoning comes before its close, those after it): the lookahead
+    decides within that window, so a stream is held back by it at most and each delta re-reads no more than it
+    (looking for the close anywhere ahead held the whole reply back and re-read it on every delta); a reply
+    that starts with a call's opener gives the window up as soon as that marker is whole. Longer reasoning
+    written without its opener stays content, the close with it (no text lost).
 
     ``token``: an opener made of a token and a word (Gemma 4's ``<|channel>thought``) also opens on the token
     alone, the word taken when written (``<|channel>first thought<channel|>``: reasoning ``first thought``;

@@ -481,7 +481,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         extra += [(x, esc(x) + rf"(?<=\A\s*{lead}{esc(x)})(?=\s*{esc(r.start)})") for x in token]
         if r.mode != "NONE" and r.start and r.end and fields.get(reasoning_field, {}).get("open_pattern"):
             # An empty reasoning block at the reply's end, after content, holds no text: consumed, not left
-            # in content. Never at the reply's start, where it is the reasoning's own (a prompt's prefill).
+            # in content. (At the reply's start, a prompt's prefill: the next alternative.)
             extra.append((r.start, rf"{esc(r.start)}(?<!\A\s*{lead_open}(?:{esc(r.start)}\s*)?{esc(r.start)})\s*{esc(r.end)}{tail}"))
             # At the reply's start a block left empty (a thinking-off prompt's prefill, ``<think></think>``) holds
             # no text either: consumed, so it adds no region for the field's join to put before the reasoning
