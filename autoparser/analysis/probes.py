@@ -16,7 +16,7 @@ from itertools import chain, product
 from .diff import MARKER, common_suffix_at, prefix_len, suffix_len, unsplit_prefix
 from .reads import _GEN, _attribute_chains, prompt_only_names, reasoning_switches
 from ..errors import TemplateError, without_frames
-from ..render import REASONING_KEYS, Renderer, constant
+from ..render import REASONING_KEYS, Renderer, constant, undefined_name
 from ..render.sandbox import CACHE_SOURCE
 
 USER = "QXUSERQX"
@@ -72,6 +72,11 @@ name_tools(TOOLS, "probe")
 
 def call(name: str = FN_A, args: dict | None = None, id: str = ID_A) -> dict:
     return {"id": id, "type": "function", "function": {"name": name, "arguments": {ARG_A: VAL_A} if args is None else args}}
+
+
+def tool_result() -> dict:
+    """The tool's answer to ``call()``."""
+    return {"role": "tool", "tool_call_id": ID_A, "name": FN_A, "content": RESULT}
 
 
 def assistant(content: str | None = CONTENT, reasoning: str | None = None, calls: list[dict] | None = None) -> dict:
@@ -270,8 +275,7 @@ class Prober:
                 bound = {n: json.dumps(tools or [], ensure_ascii=False) for n in self.tool_vars}
                 return self.r.render(msgs, tools=tools, **kw, **bound, **{n: "" for n in self.token_vars})
             except TemplateError as e:
-                m = re.search(r"'(\w+)' is undefined", e.message)
-                name = m.group(1) if m else None
+                name = undefined_name(e)
                 if not name or name in self.tool_vars or name in self.token_vars or name in kw or len(self.tool_vars) + len(self.token_vars) >= 4:
                     raise
                 # transformers passes every special token (``*_token``) to the template; one the caller

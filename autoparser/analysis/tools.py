@@ -16,7 +16,7 @@ import regex as re
 
 from .diff import MARKER, diff, glued_header, leading_markers, markers, one_word_apart, prefix_len
 from . import reads
-from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call
+from .probes import ARG_A, ARG_B, ARG_C, CONTENT, FN_A, FN_B, ID_A, ID_B, RESULT, TOOLS, USER, USER2, VAL_A, VAL_B, Prober, assistant, call, tool_result
 from ..errors import TemplateError
 from .model import Arguments, Content, Reasoning, Tools, Turn
 from .tagged import _json_values, _tagged
@@ -261,7 +261,7 @@ def _unseen_calls(pr: Prober, log: list[str]) -> tuple[str, ...]:
 
     def convo(turn: dict, earlier: bool) -> list[dict]:
         head = [{"role": "user", "content": USER}, turn]
-        return head + [{"role": "tool", "tool_call_id": ID_A, "name": FN_A, "content": RESULT}, {"role": "user", "content": USER2}] if earlier else head
+        return head + [tool_result(), {"role": "user", "content": USER2}] if earlier else head
 
     def rendered(c: dict, earlier: bool) -> bool:
         try:
@@ -335,7 +335,7 @@ def _header_id(pr: Prober, one: str, t: Tools, log: list[str]) -> Tools:
     cut = tail.find(ms[0]) if ms else len(tail)
     header_id = head[len(lead) : m.end("name") - m.start() + cut]
     convo = [{"role": "user", "content": USER}, assistant(None, calls=[call()])]
-    answered = pr.try_render(convo + [{"role": "tool", "tool_call_id": ID_A, "name": FN_A, "content": RESULT}])
+    answered = pr.try_render(convo + [tool_result()])
     if not header_id.strip() or not answered or RESULT not in answered or answered[answered.find(head) + len(head) :].find(header_id) < 0:
         return t
     # The header regex with the id part wrapped: literal prefix, the name, the digits, then the markers.

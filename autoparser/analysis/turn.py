@@ -7,7 +7,7 @@ import regex as re
 from .diff import MARKER, SPECIAL_TOKEN, _marker_spans, markers, prefix_len, worded_tag
 from ..errors import AnalysisError, TemplateError
 from ..sources.local import STOP_TOKENS
-from .probes import CONTENT, FN_A, ID_A, NEEDLE, RESULT, USER, USER2, Prober, assistant, call
+from .probes import CONTENT, NEEDLE, USER, USER2, Prober, assistant, call, tool_result
 from .model import Reasoning, Turn
 
 
@@ -91,13 +91,14 @@ def next_turn_tokens(pr: Prober, user: list[dict]) -> list[str]:
     text. The first marker the next message adds to the rendering, where it is a special token."""
     out = []
     turns = [(assistant(), {"role": "user", "content": USER2}),
-             (assistant(None, calls=[call()]), {"role": "tool", "content": RESULT, "tool_call_id": ID_A, "name": FN_A})]
+             (assistant(None, calls=[call()]), tool_result())]
     for reply, after in turns:
         alone, more = pr.try_render(user + [reply]), pr.try_render(user + [reply, after])
         if not alone or not more or not more.startswith(alone):
             continue
-        run = markers(more[len(alone):].lstrip())
-        if run and more[len(alone):].lstrip().startswith(run[0]) and re.fullmatch(SPECIAL_TOKEN, run[0]):
+        added = more[len(alone):].lstrip()
+        run = markers(added)
+        if run and added.startswith(run[0]) and re.fullmatch(SPECIAL_TOKEN, run[0]):
             out.append(run[0])
     return out
 
@@ -151,7 +152,7 @@ def analyze_turn(pr: Prober, reasoning: Reasoning, log: list[str]) -> Turn:
     ends = end_markers(pr, log)
     anchors: list[str] = []
     gen_prompt = ""
-    contexts = [None, [{"role": "user", "content": USER}, assistant(None, calls=[call()]), {"role": "tool", "content": RESULT, "tool_call_id": "call00001", "name": "fn_alpha"}]]
+    contexts = [None, [{"role": "user", "content": USER}, assistant(None, calls=[call()]), tool_result()]]
     said = {}  # per mode: a phrase the prompt prefills and history drops (not markers)
     for mode in pr.modes:
         g = pr.generation(assistant(), mode)

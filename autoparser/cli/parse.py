@@ -7,7 +7,6 @@ for a one-message conversation: a prompt that left ``<think>`` open changes what
 from __future__ import annotations
 
 import json
-import re
 import sys
 
 from ..errors import AutoparserError
@@ -36,7 +35,7 @@ def generation_prompt(chat_template: str, special_tokens: dict | None = None, *,
     """The template's prompt for one user message with the generation prompt added (``kwargs`` are the
     template's own switches, e.g. ``enable_thinking``): the prefix a model's output continues when the
     user did not give the real prompt (sandboxed render)."""
-    from ..render import Renderer
+    from ..render import Renderer, undefined_name
 
     from ..errors import TemplateError
 
@@ -55,10 +54,10 @@ def generation_prompt(chat_template: str, special_tokens: dict | None = None, *,
         except TemplateError as e:
             # A special token the caller did not give renders empty, as the analysis renders it (``'' + bos_token``
             # raised here while ``infer`` read the same template, warning that it rendered empty).
-            m = re.search(r"'(\w+_token)' is undefined", e.message)
-            if not m or m.group(1) in missing or len(missing) >= 4:
+            name = undefined_name(e)
+            if not name or not name.endswith("_token") or name in missing or len(missing) >= 4:
                 raise
-            missing[m.group(1)] = ""
+            missing[name] = ""
 
 
 def parse_output(response_template: dict, text: str, prefix: str, tools: list | None = None) -> dict:

@@ -371,7 +371,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             cut = [e for e in ends if r.end and not any(v.startswith(e) for v in (r.end, *r.end_variants))]
             if cut:
                 f["close_pattern"] += "|(?=" + "|".join(literals(cut)) + ")"
-            if r.end:
+            if r.end and alone:  # (a plain opener's open takes its repeat itself)
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
             fields[reasoning_field] = f
@@ -486,7 +486,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # At the reply's start a block left empty (a thinking-off prompt's prefill, ``<think></think>``) holds
             # no text either: consumed, so it adds no region for the field's join to put before the reasoning
             # the model may write anyway (before: reasoning "\n\nR", or "\n\n" alone).
-            extra.append((r.start, rf"{esc(r.start)}(?<=\A\s*{lead_open}{esc(r.start)})\s*{esc(r.end)}"))
+            extra.append((r.start, at_reply_start(r.start, lead=lead_open) + rf"\s*{esc(r.end)}"))
         sec, sec_end = (t.section_start.strip(), t.section_end.strip()) if "tool_calls" in fields else ("", "")
         if sec and sec_end and markers(sec) == [sec] and sec_end in followers:
             # An empty call section (``<|tool_calls_section_begin|><|tool_calls_section_end|>``) holds no text:

@@ -103,7 +103,7 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
 # these wrappers). A tag name holds no ``=`` or space, so ``<function=f>``/``<function name="f">`` are none of them
 # (``FUNCTION_TAG``: there the name is the call's own). Likewise a special token the template does not write there
 # (``<|tool_call|>[{…}]``, Granite 3's marker, written to Granite 4's ``<tool_call>`` template): the object decides.
-FENCE_OPEN = r"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:(?:<[A-Za-z][\w:.\-]{0,64}>|<\|[^<>|\s]{1,64}\|>|<｜[^<>｜\s]{1,64}｜>)\s*)?"
+FENCE_OPEN = rf"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:(?:<[A-Za-z][\w:.\-]{{0,64}}>|{SPECIAL_TOKEN})\s*)?"
 
 # A JSON call written as a function tag around its arguments: ``<function=f>{…}</function>`` (the custom-tool spelling
 # Meta's Llama 3.1 model card documents), ``<function name="f">{…}</function>`` (llama.cpp's Hermes 2 Pro parser reads

@@ -2,8 +2,8 @@
 environment, with ``codegen`` and ``weights``; ``watchdog``: time and memory budgets; ``renderer``: ``Renderer``)."""
 
 from . import watchdog
-from .renderer import REASONING_KEYS, Renderer, alias_reasoning
+from .renderer import REASONING_KEYS, Renderer, alias_reasoning, undefined_name
 from .weights import constant
 from .watchdog import budget
 
-__all__ = ["REASONING_KEYS", "Renderer", "alias_reasoning", "budget", "constant", "watchdog"]
+__all__ = ["REASONING_KEYS", "Renderer", "alias_reasoning", "budget", "constant", "undefined_name", "watchdog"]

@@ -4,6 +4,7 @@ the sandbox (``sandbox``), every compile and render under a budget (``watchdog``
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import jinja2
@@ -15,6 +16,16 @@ from .sandbox import MAX_OUTPUT, MAX_TAGS, MAX_TEMPLATE, _compiled, weighing
 from .watchdog import RenderTimeout, budget
 
 REASONING_KEYS = ("reasoning_content", "thinking", "reasoning")
+
+
+_UNDEFINED = re.compile(r"'(\w+)' is undefined")
+
+
+def undefined_name(error: TemplateError) -> str | None:
+    """The variable a template read that the render did not give (``'bos_token' is undefined``), else None:
+    a special token renders empty and a tools alias gets the tools, as transformers passes them."""
+    m = _UNDEFINED.search(error.message)
+    return m.group(1) if m else None
 
 
 def alias_reasoning(messages: list[dict]) -> list[dict]:
