@@ -362,6 +362,19 @@ def test_a_bare_json_object_that_is_no_call_stays_content(text):
     assert not msg.get("tool_calls") and msg["content"] == text, msg
 
 
+@pytest.mark.parametrize("text", [
+    '{"name": "get_weather", "parameters": {invalid json}',  # vLLM's Llama 3 JSON parser: content
+    '{"name": "get_weather", "parameters": {city: "Paris"}}',  # a key unquoted
+    "{\"name\": \"get_weather\", \"parameters\": {'city': 'Paris'}}",  # a Python dict
+    'Sure. {"name": "get_weather", "arguments": {invalid}} Done.',  # after text
+])
+def test_a_bare_call_whose_arguments_begin_as_no_json_stays_content(text):
+    """A call's arguments begin as JSON begins them (``ARGS_BEGIN``, FORMATS §7b): after a call's head, an object
+    whose first key is no string is no call, and its text stays content (before: a call whose arguments were it)."""
+    msg = _parse("json-bare", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
 @pytest.mark.parametrize("text, calls, content", [
     ('See {"name": "get_weather", "arguments": {"city": "Paris"}}', [WEATHER], "See"),  # after prose
     ('<function=get_weather>{"city": "Paris"}', [WEATHER], ""),  # Llama 3.1's documented custom-tool spelling

@@ -155,6 +155,11 @@ def args_keys(t: Tools) -> str:
 
 
 SCALAR = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # a key's value that is no container: a short string, number or word
+# Where a call's arguments begin, as JSON begins them: an object's first key (a double-quoted string) or its end,
+# a list, or a string (arguments JSON-encoded). A bounded look at one or two characters: ``{invalid json}``,
+# ``{'k': 'v'}``, ``{k: v}`` after a bare call's head are no call (vLLM's and SGLang's Llama 3 JSON parsers leave
+# them in content), where the head alone made a call whose arguments were that text.
+ARGS_BEGIN = r'(?=\{\s*["}]|\[|")'
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -217,7 +222,8 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     # call Llama 3.1's model card shows; vLLM's Llama 3 JSON parser reads the name and arguments whatever else
     # the object holds).
     other = rf"(?:\"(?!{name_key}\"|{keys}\")[^\"\\\n]{{1,64}}\"\s*:\s*(?:{SCALAR})\s*,\s*){{0,3}}"
-    head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>{NAME})\"\s*,\s*\"{keys}\"\s*:\s*"
+    # (the arguments begin as JSON does, ``ARGS_BEGIN``: ``{invalid json}`` after a call's head stays content)
+    head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"(?P<name>{NAME})\"\s*,\s*\"{keys}\"\s*:\s*{ARGS_BEGIN}"
     loose_head = rf"\{{\s*{other}\"{name_key}\"\s*:\s*\"{NAME}\"\s*,\s*\"{keys}\"\s*:"
     # between calls: ``;``, whitespace, or the lead a model writes before every call (``<|python_tag|>``); or ``,``
     # in a JSON list of them
