@@ -1,16 +1,17 @@
-"""The ``tool_calls`` field: one builder per tool format. Part of the emitter; the regex text of markers is in
-``markers``, the never-raise construction every field goes through in ``guard``."""
+"""The ``tool_calls`` field: one builder per tool format, JSON calls here, tagged calls in ``tagged_calls``, pythonic
+ones in ``pythonic``. Part of the emitter; the regex text of markers is in ``markers``, the never-raise
+construction every field goes through in ``guard``."""
 
 from __future__ import annotations
 
 import regex as re
 
 from ..analysis.model import Analysis, Tools
-from ..analysis.diff import MARKER, markers, shared_lead
+from ..analysis.diff import MARKER, markers
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, literals, then_space, without_groups
+from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space
 from .pythonic import _pythonic
-from .typed import JSON_PAIR, tagged_value, typed_by_attribute, typed_value_parser
+from .tagged_calls import _tagged
 
 
 def one(values: list[str]) -> str | list[str]:
@@ -303,154 +304,6 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     return field, warnings
 
 
-def _tag_like(opener: str) -> bool:
-    """A marker, or the start of a tag with attributes (``<invoke name="``): distinctive enough to
-    open a call on its own, so the section start around the calls may be left out (DeepSeek V3.2
-    writes ``<｜DSML｜invoke …>`` for the second call without repeating the section)."""
-    # The tag's name may be two words (DeepSeek V4.1's ``<｜DSML｜ invoke name="``).
-    return bool(markers(opener)) or bool(re.match(r"<[|｜]?[A-Za-z_][\w:｜|]*(?:\s+[A-Za-z_][\w:.\-]*)?\s+[\w:.\-]+=", opener))
-
-
-_ESC_TOKEN = re.compile(r"<\\\|(?:[^<>\s\\]|\\.)+?\\\|>|<｜[^<>｜\s]+｜>")  # a special token, as ``esc`` writes it
-
-
-def space_before_tokens(pattern: str) -> str:
-    r"""Whitespace allowed before every special token inside a pattern, after something that is not
-    already whitespace: serving engines' detokenizers put a space before a special token
-    (``functions.get_weather:0 <|tool_call_argument_begin|>``). Never at the pattern's start, where a
-    leading ``\s*`` would be tried at every space of prose, nor at a lookaround's (whitespace that a
-    lookahead skips would reopen the implicit content, whose empty close wipes it)."""
-    out, last = [], 0
-    for m in _ESC_TOKEN.finditer(pattern):
-        before = pattern[: m.start()]
-        if m.start() and not re.search(r"(?:\(\?:|\(\?<?[=!]|\(|\||\\s\*|\\s\{0,\d+\}|\\s\+|\\n|\?)$", before):
-            out.append(pattern[last : m.start()] + r"\s*")
-            last = m.start()
-    out.append(pattern[last:])
-    return "".join(out)
-
-
-_BRACKET_UNIT = re.compile(r"\\\[[A-Z][A-Z_]*\\\]|\\s(?:\*|\{0,64\})|\(\?P<id>\[\^\\s<>\\\[\\\]\]\*\?\)")
-
-
-def optional_bracket_markers(header: str) -> str:
-    r"""Bracket markers between a call's name and its JSON arguments (``[TOOL_CALLS]f[CALL_ID]x[ARGS]{…}``)
-    may each be left out, an id marker with its id: Mistral-format models write ``f[ARGS]{…}`` where the
-    template writes an id, and tokenizers that drop control tokens from the text leave ``f{…}`` (the
-    family's own parsers read both). Only where the text after the name is nothing but such markers,
-    whitespace and an id; without its last marker the arguments' ``{`` must follow the name."""
-    m = re.search(r"\(\?P<name>(?:[^()\\]|\\.)*\)", header)
-    if not m:
-        return header
-    tail = header[m.end():]
-    parts = _BRACKET_UNIT.findall(tail)
-    if "".join(parts) != tail or not any(p.startswith("\\[") for p in parts):
-        return header
-    lead, units = "", []
-    for p in parts:
-        if p.startswith("\\["):
-            units.append(p)
-        elif units:
-            units[-1] += p
-        else:
-            lead += p
-    *first, last = units
-    return header[:m.end()] + lead + "".join(f"(?:{u})?" for u in first) + f"(?:{last}|(?=\\s*\\{{))"
-
-
-def _key_prefix_pattern(kp: str, vs: str) -> str:
-    r"""The key prefix's pattern. Where the value's close ends with the marker the key prefix begins with, the
-    template writes that marker once between two arguments (Kimi K3: ``…<|close|>argument<|sep|><|open|>argument
-    key=…``, one ``<|sep|>``): the value's close consumes it, so the next key also begins right after it (a
-    lookbehind: the parser's search for the next pair starts past the close). Before, every second argument
-    was lost."""
-    lead = shared_lead(kp, vs)
-    if not lead:
-        return _flex(kp)
-    m = esc(lead)
-    return rf"(?:{m}|(?<={m}))" + _flex(kp[len(lead):])
-
-
-def _args_tagged(t: Tools) -> bool:
-    return t.arguments.kind == "tagged"
-
-
-def _tagged_body(t: Tools, ends: list[str]) -> str:
-    r"""A look after a tagged call's header: its first argument's tag, its close, a turn's end or the text's end
-    follows (after whitespace). A body that is other text (``<tool_call>multiply a=1 b=2</tool_call>``, JSON after
-    the name's line) is no argument this field reads: the call was one with no arguments, the text silently
-    gone (a call run with arguments missing); now it is content, visible. Text between two arguments is still
-    not read."""
-    a = t.arguments
-    kp, ce = a.key_prefix.strip(), t.call_end.strip()
-    lead = re.match(r"""[^\s="']+""", kp)
-    if not lead or typed_by_attribute(a.key_suffix, a.value_suffix, a.typed_key_suffix):
-        return ""  # (a tag that types its value also reads JSON members, ``typed.JSON_PAIR``: JSON there is read)
-    first = MARKER.match(ce)
-    closes = [_flex(ce)] + ([esc(first.group(0))] if first and first.group(0) != ce else [])
-    # (the key's leading tag as ``_key_prefix_pattern`` reads it: after a value whose close wrote its marker, Kimi K3)
-    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z"]
-    # (markup before the first argument is no text: a wrapper the model adds, ``<arguments><param …>``)
-    return rf"(?=\s*(?:<[^<>\s][^<>]*>\s*)*(?:{'|'.join(alts)}))"
-
-
-def _self_closing(opener: str, close: str, open_pattern: str, after: str = "") -> str | None:
-    r"""A call opened by an XML element with attributes and closed by its end tag (``<invoke name="f">…
-    </invoke>``) may be written self-closing when it has no arguments, as XML allows (``<invoke
-    name="f"/>``: SGLang's DeepSeek parsers read it): the open also takes ``/>``, and such a call closes
-    where it opened (``\G`` right after the self-closed element, in the close). None when the opener is
-    no such element."""
-    m = re.match(r"<([^\s<>/=\"]+)\s", opener)
-    if not m or close != f"</{m.group(1)}>" or not open_pattern.endswith(">"):
-        return None
-    return open_pattern[:-1] + rf"(?:>{after}|\s*/>)"  # (``after``: a look after the element's ``>`` only)
-
-
-def _optional_wrapper(opener: str, close: str, header: str) -> tuple[str, str | None]:
-    r"""A per-call opener made of a wrapper marker and an element that names the call (``<tool_call>
-
-    <function=f>`` … ``</function>
-</tool_call>``): the wrapper may be left out, the element opening the
-    call on its own (Qwen3-Coder models write ``<function=f>…</function>`` bare, or lose the opening
-    ``<tool_call>``; vLLM's parser reads both). (header, close pattern) with the wrapper and its end tag
-    optional; the header unchanged (and None) where the opener is no such pair."""
-    m = MARKER.match(opener)
-    rest = opener[m.end():].lstrip() if m else ""
-    if not m or not rest or markers(rest) or not re.match(r"<[A-Za-z_][\w:]*=", rest):
-        return header, None
-    wrapper = m.group(0)
-    end = "</" + wrapper[1:] if wrapper.startswith("<") and not wrapper.startswith("</") else ""
-    lit = _flex(wrapper)
-    if not end or not close.endswith(end) or not header.startswith(lit):
-        return header, None
-    inner = close[: -len(end)].rstrip()
-    tail = re.sub(r"^(?:\\s\*|\\s\{0,64\}|\\n)+", "", header[len(lit):])
-    # The end tag is taken when it follows; a stream cut inside it waits for the rest (else the call would
-    # close before it and leave it to content).
-    return rf"(?:{lit}\s*)?" + tail, _flex(inner) + rf"\s*(?:{_flex(end)}|(?!\s*(?:{cut_marker(end)})\Z))"
-
-
-def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
-    r"""A later call written inside the previous call's block, with the header's word alone right after that
-    call's JSON arguments: Gemma 4's ``<|tool_call>call:f{…}call:g{…}<tool_call|>`` where the template opens
-    a block per call (mlx-lm's Gemma 4 parser reads both calls). (an open alternative, a close alternative)
-    where the per-call opener is a marker then a word (``call:``) and a marker closes the call; the call
-    closes, zero-width, after a ``}`` that the word and a name with ``{`` follow, and the next opens on the
-    word there, only inside an open block (a lookbehind to the block's marker, run last). Before, the second
-    call was read into the first one's arguments, which came back as text."""
-    opener, ce = t.call_start.strip(), t.call_end.strip()
-    m = MARKER.match(opener)
-    word = opener[m.end():] if m else ""
-    # the word, the name and what follows it (the header allows whitespace after the marker: ``_flex``)
-    rest = header[len(esc(m.group(0))):].removeprefix(r"\s*") if m and header.startswith(esc(m.group(0))) else ""
-    if (t.arguments.kind != "json" or t.section_start.strip() or t.call_separator.strip() or not ce or not markers(ce)
-            or not re.fullmatch(r"[A-Za-z_][\w.\-]*:", word) or not rest.startswith(esc(word))):
-        return None
-    name = without_groups(rest)
-    inside = rf"(?<={esc(m.group(0))}(?:(?!{esc(ce)})[\s\S])*?\}}{esc(word)})"
-    return rf"{esc(word)}(?<=\}}{esc(word)}){inside}{rest[len(esc(word)):]}(?=\{{)", rf"(?<=\}})(?={name}\{{)"
-
-
 def _call_again_after_arguments(t: Tools) -> tuple[str, str] | None:
     r"""A later call written right after the previous call's JSON arguments without the opener the template writes
     before each call, as its name and the marker after the name: Mistral's ``[TOOL_CALLS]a[ARGS]{…}b[ARGS]{…}``
@@ -467,129 +320,6 @@ def _call_again_after_arguments(t: Tools) -> tuple[str, str] | None:
     name = r"[\w.\-/]+"
     after = rf"(?=\s*{name}\s*{esc(marker)}\s*\{{)"
     return (rf"(?<=[}}])\s*(?P<name>{name})\s*{esc(marker)}(?=\s*\{{)", rf"(?<=[}}]){after}(?<={esc(marker)}\s*{nested_value()})")
-
-
-def _named_twice(header: str, others: list[str]) -> str:
-    """A header that writes the call's name twice, as a recipient and again in the call's own element
-    (``to=f<|message|><atem:invoke name="f">``, a backreference in the analysis' header): the element names
-    the call. Models fumble the recipient, leaving it out or naming only the tool's namespace (``to=muse``
-    before ``name="muse.bash"``, Ollama's tests), while the element stays whole; so the recipient is any
-    name or none, and the element's name is captured. A recipient that opens another field (``to=user``
-    for content, ``to=self`` for reasoning) is no call's."""
-    first, ref = header.find("(?P<name>"), header.find("(?P=name)")
-    if first < 0 or ref < first:
-        return header
-    depth, end = 0, first
-    for end in range(first, ref):  # the name group's closing parenthesis (no escapes inside a name class)
-        depth += {"(": 1, ")": -1}.get(header[end], 0) if header[end - 1] != "\\" else 0
-        if depth == 0:
-            break
-    group = header[first : end + 1]
-    kept = re.match(r"(?:.*>(?:\\s\{0,64\})?)?", header[:first]).end()  # the markers before the recipient stay
-    lead = header[kept:first]
-    guard = "".join(f"(?!{re.escape(o)})" for o in others if o and re.match(lead, o))
-    free = f"(?:{guard}{lead}{group.replace('(?P<name>', '(?:', 1)})?"
-    return f"{header[:kept]}{free}{header[end + 1 : ref]}{group}{header[ref + len('(?P=name)'):]}"
-
-
-def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
-    warnings: list[str] = []
-    opener = t.call_start.strip()
-    section = t.section_start.strip()
-    # An id the caller writes in history may be left out by the model: the call still parses (``"id": ""``).
-    header = flex_pattern(t.header_pattern).replace(r"(?P<id>[^\s<>\[\]]+?)", r"(?P<id>[^\s<>\[\]]*?)")
-    if t.arguments.kind == "json":
-        header = optional_bracket_markers(header)
-    # A namespace glued to the name with a dot (Kimi's ``functions.f:0``) may be left out: models write
-    # ``f:0`` too (vLLM's Kimi K2 parser reads it); the name is what follows the dot when there is one.
-    header = re.sub(r"(?<![\w\\])([A-Za-z_]\w*)\\\.\(\?P<name>", r"(?:\1\\.)?(?P<name>", header, count=1)
-    header = _named_twice(header, others)
-    # A name an element's tag or attribute gives whole after ``=`` (``<function=NAME>``, ``name="NAME"``) may be
-    # words with single spaces between (Ollama's Qwen3-Coder parser reads ``<function=get current temperature>``);
-    # elsewhere (``<tool_call>NAME\n``) a space ends the name.
-    header = re.sub(r"(?<==\"?)\(\?P<name>\[\\w\.\\-/\]\+\)(?=[\">])", r"(?P<name>[\\w.\\-/]+(?: [\\w.\\-/]+)*)", header, count=1)
-    # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
-    header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header) if not section else (header, None)
-    if section and not _tag_like(opener):
-        # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
-        alts = [_flex(section)] + ([re.escape(t.call_separator)] if t.call_separator.strip() else [])
-        open_pattern = "(?:" + "|".join(alts) + r")\s*" + header
-    elif section:
-        open_pattern = "(?:" + _flex(section) + r"\s*)?" + header
-    else:
-        open_pattern = header
-    ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
-    body = _tagged_body(t, ends) if _args_tagged(t) else ""
-    self_closing = _self_closing(opener, ce, open_pattern, body) if _args_tagged(t) else None
-    field: dict = {"open_pattern": space_before_tokens(self_closing or (each_branch(open_pattern, body) if body else open_pattern))}
-    # JSON arguments end at their object's ``}``: the call's close, or the next call's opener, written inside a
-    # string argument (code that quotes the format, ``"see </function> here"``) is the string's. A call whose object
-    # never closed ends at the turn's end (``turn_end_closes``), its text its arguments'. (A class, ``[}]``: a
-    # close that reads ``\}`` is one that ``value_ends_text`` takes as reading whole values already, and leaves.)
-    after_json = r"(?<=[}])\s*" if t.arguments.kind == "json" else ""
-    lead = SPECIAL.match(opener)
-    if ce and lead and SPECIAL.fullmatch(ce):
-        # Special tokens never occur inside arguments, so a call whose end token the model left out
-        # ends where the next call's token begins (Kimi K2 Thinking).
-        field["close_pattern"] = then_space(_flex(ce)) + f"|(?={esc(lead.group(0))})"
-    elif ce:
-        field["close_pattern"] = ("" if wrapper_close else after_json) + then_space(wrapper_close or _flex(ce))
-    else:
-        # No close marker: a call ends where the next call (after its separator), the section's end,
-        # another field, or the turn's end begins.
-        sep = t.call_separator.strip()
-        nxt = (_flex(t.call_separator.strip()) + r"\s*" if sep and not _tag_like(opener) else "") + re.escape(opener) if opener else ""
-        looks = [x for x in [nxt, _flex(t.section_end.strip()) if t.section_end.strip() else ""] + [re.escape(o) for o in others if o] if x]
-        alts = [f"{after_json}(?={'|'.join(looks)})"] if looks else []
-        alts += [re.escape(e) for e in ends]
-        if alts:
-            field["close_pattern"] = "|".join(alts)
-    again = _call_again_in_block(t, header)
-    if again and "close_pattern" in field:
-        field["open_pattern"] += "|" + again[0]
-        field["close_pattern"] += "|" + again[1]
-    if "close_pattern" in field:
-        field["close_pattern"] = space_before_tokens(field["close_pattern"])
-    if self_closing:
-        # A self-closing call ends where it opened: right after the element itself, never after any ``/>``
-        # (``"<br/>"`` in an argument, where a stream may have resumed).
-        element = space_before_tokens(without_groups(header[:-1]))
-        field["close_pattern"] += rf"|\G(?<={element}\s*/>)"
-    field["repeats"] = True
-    a = t.arguments
-    if a.kind == "json":
-        field["content"] = "json"
-        args = {}
-        if a.unquoted_keys:
-            args["unquoted_keys"] = True
-        if a.string_delims:
-            args["string_delims"] = [list(p) for p in a.string_delims]
-        if args:
-            field["content_args"] = args
-    else:
-        ks = a.key_suffix
-        # Models put a newline inside value tags whether or not their template does (Seed-OSS
-        # renders <parameter=k>v</parameter> but generates <parameter=k>\nv\n</parameter>).
-        ks_re = _flex(ks.rstrip("\n")) + (r"\n?" if ks.endswith("\n") or ks.rstrip().endswith(">") else "")
-        ks_re = re.sub(r"(true|false)", "(?:true|false)", ks_re)
-        vs = a.value_suffix
-        vs_re = (r"\n?" if vs.startswith("\n") or vs.lstrip().startswith("<") else "") + _flex(vs.lstrip("\n"))
-        field["content"] = "xml-inline"
-        # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
-        # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
-        key_re = _key_prefix_pattern(a.key_prefix.strip(), vs.strip()) + r"(?P<key>[^<>\"\n=]+?)"
-        typed = typed_by_attribute(ks, vs, a.typed_key_suffix)
-        if typed:
-            field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed[0]}|{JSON_PAIR})", "value_parser": typed_value_parser(vs, typed[1])}
-            warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")
-        else:
-            # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
-            kp = (_flex(a.key_prefix.strip()) + r"[^<>\"\n=]+?" + _flex(ks.rstrip("\n"))
-                  if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else "")
-            field["content_args"] = {"tag_pattern": key_re + tagged_value(ks, vs, ks_re, vs_re, kp)}
-            warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
-    field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
-    return field, warnings
 
 
 def dropped_section(t: Tools) -> str | None:
