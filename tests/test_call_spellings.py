@@ -1138,3 +1138,28 @@ def test_a_call_list_whose_first_object_lost_its_brace_streams_as_it_parses():
     msg = _parse("json-array-section", text)
     assert _calls(msg) == [("get_weather", '{"city": "Paris"')]
     assert msg["content"] == 'Sure.\n\n{"name": "get_time", "arguments": {"tz": "UTC"}}]</calls>'
+
+
+TYPES = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "opts": {"type": "object"}}}}}]
+
+
+@pytest.mark.parametrize("text, content", [
+    ('<call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</call><|im_end|>', None),  # a Hermes call in the tags
+    ('Sure.\n<call>\n{"name": "get_weather", "parameters": {"city": "Paris", "days": 3}}\n</call>\nDone.', "Sure.\n\nDone."),
+    ('<call>get_weather\n{"city": "Paris", "days": 3}</call>', None),  # the name's line, then the arguments as JSON
+    ('<call>get_weather\n<k>city</k><v>Paris</v>\n<k>days</k><v>3</v>\n</call>', None),  # as rendered
+])
+def test_a_tagged_calls_arguments_may_be_a_json_object(text, content):
+    """FORMATS §7b: a call object describes itself, inside the wrapper tag a tagged template puts around each call
+    too (mlx-lm's GLM 4.7 and Ollama's Laguna parsers read it); and a JSON object after the name's line is the
+    arguments. Values come back as tagged values do: as text the schema types (``tools=``)."""
+    msg = _parse("kv-tagged", text, tools=TYPES)
+    assert _calls(msg) == [("get_weather", {"city": "Paris", "days": 3})] and msg.get("content") == content, msg
+
+
+def test_a_json_object_in_a_tagged_call_keeps_nesting_and_stays_content_when_no_json():
+    msg = _parse("kv-tagged", '<call>{"name": "get_weather", "arguments": {"city": "Paris", "opts": {"a": [1, {"b": 2}]}}}</call>', tools=TYPES)
+    assert _calls(msg) == [("get_weather", {"city": "Paris", "opts": {"a": [1, {"b": 2}]}})], msg
+    text = '<call>{"name": "get_weather", "arguments": {city: Paris}}</call>'
+    assert _parse("kv-tagged", text) == {"role": "assistant", "content": text}

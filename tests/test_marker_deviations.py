@@ -177,11 +177,12 @@ def test_the_turn_ending_inside_reasoning_ends_the_reasoning(name, text):
     assert msg.get("thinking") == "Let me think" and not msg.get("content"), msg
 
 
-@pytest.mark.parametrize("body", [" city=Paris days=3", '\n{"city": "Paris"}', " please check Paris"])
+@pytest.mark.parametrize("body", [" city=Paris days=3", " please check Paris", "\n{city: Paris}"])
 def test_a_tagged_call_whose_body_no_argument_tag_holds_stays_content(body):
     """A tagged call's body that is text, not its argument tags (``<tool_call>multiply a=1 b=2</tool_call>``,
-    JSON after the name's line): no argument this field reads, so no call (FORMATS §7b); before, a call with no
-    arguments, the text silently gone. Markup before the first argument tag is no text: it still opens."""
+    an object that is no JSON after the name's line): no argument this field reads, so no call (FORMATS §7b);
+    before, a call with no arguments, the text silently gone. Markup before the first argument tag is no text: it
+    still opens. (A JSON object there is the arguments: ``test_call_spellings.py::test_a_tagged_calls_arguments_may_be_a_json_object``.)"""
     text = f"Let me check.<call>get_weather{body}</call><|im_end|>"
     msg = _parse("kv-tagged", text)
     assert not _calls(msg) and "get_weather" + body in msg["content"], msg

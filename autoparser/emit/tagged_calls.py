@@ -8,8 +8,8 @@ import regex as re
 
 from ..analysis.diff import MARKER, markers, shared_lead
 from ..analysis.model import Tools
-from .markers import SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, then_space, without_groups
-from .typed import JSON_PAIR, tagged_value, typed_by_attribute, typed_value_parser
+from .markers import ARGS_KEYS, NAME, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, then_space, without_groups
+from .typed import JSON_PAIR, JSON_PAIR_TEXT, tagged_value, typed_by_attribute, typed_value_parser
 
 
 def _tag_like(opener: str) -> bool:
@@ -86,10 +86,10 @@ def _args_tagged(t: Tools) -> bool:
 
 def _tagged_body(t: Tools, ends: list[str]) -> str:
     r"""A look after a tagged call's header: its first argument's tag, its close, a turn's end or the text's end
-    follows (after whitespace). A body that is other text (``<tool_call>multiply a=1 b=2</tool_call>``, JSON after
-    the name's line) is no argument this field reads: the call was one with no arguments, the text silently
-    gone (a call run with arguments missing); now it is content, visible. Text between two arguments is still
-    not read."""
+    follows (after whitespace), or a JSON object of the arguments (``<tool_call>f\n{"city": "Paris"}</tool_call>``,
+    read by ``typed.JSON_PAIR_TEXT``). A body that is other text (``<tool_call>multiply a=1 b=2</tool_call>``) is no
+    argument this field reads: the call was one with no arguments, the text silently gone (a call run with
+    arguments missing); now it is content, visible. Text between two arguments is still not read."""
     a = t.arguments
     kp, ce = a.key_prefix.strip(), t.call_end.strip()
     lead = re.match(r"""[^\s="']+""", kp)
@@ -98,7 +98,8 @@ def _tagged_body(t: Tools, ends: list[str]) -> str:
     first = MARKER.match(ce)
     closes = [_flex(ce)] + ([esc(first.group(0))] if first and first.group(0) != ce else [])
     # (the key's leading tag as ``_key_prefix_pattern`` reads it: after a value whose close wrote its marker, Kimi K3)
-    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z"]
+    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z",
+            r'\{\s*(?:"|\})']
     # (markup before the first argument is no text: a wrapper the model adds, ``<arguments><param …>``)
     return rf"(?=\s*(?:<[^<>\s][^<>]*>\s*)*(?:{'|'.join(alts)}))"
 
@@ -183,6 +184,26 @@ def _named_twice(header: str, others: list[str]) -> str:
     return f"{header[:kept]}{free}{header[end + 1 : ref]}{group}{header[ref + len('(?P=name)'):]}"
 
 
+def _json_in_tags(t: Tools, header: str) -> tuple[str, str] | None:
+    r"""(an open alternative, a close alternative) for a call written as a JSON call object inside the wrapper tag
+    the template puts around each tagged call: ``<tool_call>{"name": "f", "arguments": {…}}</tool_call>`` where
+    the template writes ``<tool_call>f\n<arg_key>k</arg_key>…`` (GLM 4.7, which mlx-lm's parser reads so) or
+    ``<tool_call>\n<function=f>…`` (Qwen3-Coder, whose family writes the Hermes call between the same tags).
+    The call object describes itself (FORMATS §7b): it opens on the tag and the object's head, name first, then
+    ``arguments`` or ``parameters`` and an object; the region is that object, its members read by the field's
+    own xml-inline parser (``typed.JSON_PAIR_TEXT``: values as text, typed by the schema as tagged values are);
+    it closes on the wrapper's end tag right after a ``}``. None where the call's opener begins with no plain tag
+    that its close ends with."""
+    opener, ce = t.call_start.strip(), t.call_end.strip()
+    m = re.match(r"<([A-Za-z_][\w:.\-]*)>", opener)
+    if not m or not ce.endswith(f"</{m.group(1)}>"):
+        return None
+    ident = "(?P<id>)" if "(?P<id>" in header else ""
+    head = (rf'{_flex(m.group(0))}\s*\{{\s*"name"\s*:\s*"(?P<name>{NAME})"{ident}\s*,\s*"(?:{"|".join(ARGS_KEYS)})"\s*:\s*'
+            r'(?=\{\s*(?:"|\}))')
+    return head, rf"(?<=\}})\s*{_flex(f'</{m.group(1)}>')}\s*"
+
+
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:
     warnings: list[str] = []
     opener = t.call_start.strip()
@@ -235,6 +256,10 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
+    json_call = _json_in_tags(t, header) if _args_tagged(t) and not typed_by_attribute(t.arguments.key_suffix, t.arguments.value_suffix, t.arguments.typed_key_suffix) else None
+    if json_call and "close_pattern" in field:
+        field["open_pattern"] += "|" + json_call[0]
+        field["close_pattern"] += "|" + json_call[1]
     again = _call_again_in_block(t, header)
     if again and "close_pattern" in field:
         field["open_pattern"] += "|" + again[0]
@@ -277,7 +302,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
             # the next key's whole tag (``<parameter=state>``): a value holding ``<parameter=`` alone goes on
             kp = (_flex(a.key_prefix.strip()) + r"[^<>\"\n=]+?" + _flex(ks.rstrip("\n"))
                   if a.key_prefix.strip().startswith("<") and vs.strip().startswith("</") else "")
-            field["content_args"] = {"tag_pattern": key_re + tagged_value(ks, vs, ks_re, vs_re, kp)}
+            field["content_args"] = {"tag_pattern": f"(?:{key_re}{tagged_value(ks, vs, ks_re, vs_re, kp)}|{JSON_PAIR_TEXT})"}
             warnings.append("tagged argument values come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)")
     field["transform"] = _call_transform("{name}", "{content}", "{id}" if t.id_in_header else None)
     return field, warnings

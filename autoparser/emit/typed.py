@@ -111,6 +111,12 @@ def typed_by_attribute(ks: str, vs: str, typed: str = "") -> tuple[str, tuple[st
 JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|' + nested_value()
               + r"|-?\d[\d.eE+-]*|true|false|null)")
 
+# The same pair where values are text with no value parser (tagged arguments, typed by the schema: ``tools=``):
+# a string's text between its quotes (its escapes as written), any other value as written, which the schema
+# casts (``3``, ``true``, ``[1, 2]``). For a JSON object written as a tagged call's arguments (``_json_in_tags``).
+JSON_PAIR_TEXT = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?:"(?P<value>(?:[^"\\]|\\.)*)"|(?P<value>' + nested_value()
+                  + r"|-?\d[\d.eE+-]*|true|false|null))")
+
 
 def typed_value_parser(vs: str, openers: tuple[str, ...] = (">",)) -> dict:
     """The json value parser of ``typed_by_attribute``; ``openers``: the string's opening delimiters, the key
