@@ -633,6 +633,25 @@ def test_a_run_of_json_calls_whose_closer_is_left_out_ends_with_the_text(text):
     assert _calls(_parse("json-run-closed", text)) == [("f", {"a": {"b": [1, {"c": 2}]}}), ("g", {})]
 
 
+@pytest.mark.parametrize("line", ["{invalid json here}", "{ name: 1 }"])
+def test_a_line_in_a_run_of_json_calls_that_is_no_call_ends_the_call_before_it(line):
+    """``<calls>\n{…}\n{invalid json}\n{…}\n</calls>`` (vLLM's MiniMax-M1 tests): the call before the line ends at its
+    whole object's ``}``; the line is content, visible, and the next call is read. Fails on the commit before: the
+    first call's arguments ran on to the next call's head and came back as text, the line inside them."""
+    text = f'<calls>\n{{"name": "get_weather", "arguments": {{"city": "Paris"}}}}\n{line}\n{{"name": "get_time", "arguments": {{}}}}\n</calls><|im_end|>'
+    msg = _parse("json-run-closed", text)
+    assert _calls(msg) == [WEATHER, ("get_time", {})] and msg.get("content") == line, msg
+    # a line of text: the run has ended there (a later call opens only after a call), the rest stays content
+    msg = _parse("json-run-closed", text.replace(line, "Now the time:"))
+    assert _calls(msg) == [WEATHER] and msg["content"].startswith('Now the time:\n{"name": "get_time"'), msg
+
+
+def test_pretty_printed_arguments_in_a_run_of_json_calls_close_at_the_objects_end():
+    args = {"city": "Paris", "at": {"h": [9, {"m": 30}]}}
+    text = '<calls>\n{"name": "get_weather", "arguments": ' + json.dumps(args, indent=2) + '}\n</calls><|im_end|>'
+    assert _calls(_parse("json-run-closed", text)) == [("get_weather", args)]
+
+
 def test_a_run_of_json_calls_cut_inside_the_arguments_keeps_their_text():
     """A value still arriving is no complete call: nothing closes at a stream's edge inside the arguments."""
     msg = _parse("json-run-closed", '<calls>\n{"name": "f", "arguments": {"a": {"b": 1}')

@@ -327,8 +327,20 @@ def closer_left_out(field: dict, list_opener: str = "", ends=()) -> dict:
         end = rf"\}}\s*\]\s*{stop}(?<={esc(list_opener)}\s*{nested_value()}\s*)"
     else:
         end = rf"\}}\s*{stop}(?<={head}{nested_value()}\s*\}}\s*)"
+        # A call of a run also ends at its whole object's ``}`` at a line's end where the next line is no call and
+        # no closer (``{…}\n{invalid json}\n{…}``, text): that line is content, and the next call opens after it;
+        # before, the call's arguments ran on to the next call's head and came back as text, the line with them.
+        # (The next line's first character decides: ``<`` may begin the closer, still arriving, and ``{"`` a call:
+        # the regex module's partial search prefers this whole match to theirs, pending.) The whole object is looked
+        # for only where its head stands within ``LINE_END_WINDOW`` characters: a raw newline never stands inside a
+        # JSON string, but pretty-printed arguments end many lines with ``}``, and each look reads back to the head.
+        end += (rf"|\}}(?=[ \t]*\n\s*(?:[^\s<{{]|\{{\s*[^\s\"]))(?<={head}[\s\S]{{0,{LINE_END_WINDOW}}})"
+                rf"(?<={head}{nested_value()}\s*\}})")
     field["close_pattern"] = close + "|" + end
     return field
+
+
+LINE_END_WINDOW = 1024  # characters between a run's call head and a ``}`` at a line's end that may close it (``closer_left_out``)
 
 
 def _id_default(field: dict) -> dict:
