@@ -1182,3 +1182,15 @@ def test_a_json_object_in_a_tagged_call_keeps_nesting_and_stays_content_when_no_
     assert _calls(msg) == [("get_weather", {"city": "Paris", "opts": {"a": [1, {"b": 2}]}})], msg
     text = '<call>{"name": "get_weather", "arguments": {city: Paris}}</call>'
     assert _parse("kv-tagged", text) == {"role": "assistant", "content": text}
+
+
+@pytest.mark.parametrize("text", [
+    '<call>{"name": "get_weather", "arguments": {"city": "Par\\nis"}}</call>',  # an escape: its strings would come back as written
+    '<call>get_weather\n{"city": "say \\"hi\\""}</call>',
+    '<call>{"name": "get_weather", "arguments": {"city": "Paris"}',  # its close never came (cut within the window)
+])
+def test_a_json_object_in_a_tagged_call_that_a_text_reader_would_misread_stays_content(text):
+    """Tagged arguments are text (no value parser), so a JSON object's escapes would come back as two characters
+    (``\\n``): such an object is no call, its text visible (``tagged_calls.no_escape_until``)."""
+    msg = _parse("kv-tagged", text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg

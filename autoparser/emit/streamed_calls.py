@@ -9,11 +9,10 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from .guard import _BALANCED_TOKENS, _W, _Dialect, nested_value, never_raises
-from .markers import SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, literals, then_space, without_groups
+from .markers import CALL_WINDOW, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, literals, then_space, without_groups
 from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
-CALL_WINDOW = 512  # characters of a call that decide whether it is one (``_json_whole``)
 
 
 def no_end_in_window(stops: str) -> str:

@@ -8,8 +8,19 @@ import regex as re
 
 from ..analysis.diff import MARKER, markers, shared_lead
 from ..analysis.model import Tools
-from .markers import ARGS_KEYS, NAME, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, then_space, without_groups
+from .markers import ARGS_KEYS, CALL_WINDOW, NAME, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, then_space, without_groups
 from .typed import JSON_PAIR, JSON_PAIR_TEXT, tagged_value, typed_by_attribute, typed_value_parser
+
+
+# A look from a JSON object's ``{``: a ``<`` (the tag that ends the call, or another) comes within ``CALL_WINDOW``
+# characters, with no backslash before it. A JSON object read as tagged arguments comes back as text, its strings'
+# escapes as written (no value parser reads tagged values: ``typed.JSON_PAIR_TEXT``), so one that holds an escape
+# (``"a\nb"``, code) is left in content, visible, rather than handed out with its ``\n`` as two characters; and so
+# is one longer than the window. Decided at the first ``<``, not at the call's close: a look that waited for the
+# close stayed pending while a later header was whole, and the regex module's partial search, which prefers a
+# complete match further on to a pending one, opened that one instead in a stream (one-shot read the first).
+# The price: an escape after a ``<`` inside a string (``"<b>\n"``) comes back as written.
+NO_ESCAPE = rf"(?=[^\\<]{{0,{CALL_WINDOW}}}<)"
 
 
 def _tag_like(opener: str) -> bool:
@@ -98,8 +109,8 @@ def _tagged_body(t: Tools, ends: list[str]) -> str:
     first = MARKER.match(ce)
     closes = [_flex(ce)] + ([esc(first.group(0))] if first and first.group(0) != ce else [])
     # (the key's leading tag as ``_key_prefix_pattern`` reads it: after a value whose close wrote its marker, Kimi K3)
-    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z",
-            r'\{\s*(?:"|\})']
+    stops = "|".join([*closes, *(esc(e.strip()) for e in ends if e.strip())])
+    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), stops, r"\Z", rf'\{{\s*(?:"|\}}){NO_ESCAPE}']
     # (markup before the first argument is no text: a wrapper the model adds, ``<arguments><param …>``)
     return rf"(?=\s*(?:<[^<>\s][^<>]*>\s*)*(?:{'|'.join(alts)}))"
 
@@ -199,9 +210,10 @@ def _json_in_tags(t: Tools, header: str) -> tuple[str, str] | None:
     if not m or not ce.endswith(f"</{m.group(1)}>"):
         return None
     ident = "(?P<id>)" if "(?P<id>" in header else ""
-    head = (rf'{_flex(m.group(0))}\s*\{{\s*"name"\s*:\s*"(?P<name>{NAME})"{ident}\s*,\s*"(?:{"|".join(ARGS_KEYS)})"\s*:\s*'
+    end = _flex(f"</{m.group(1)}>")
+    head = (rf'{_flex(m.group(0))}\s*{NO_ESCAPE}\{{\s*"name"\s*:\s*"(?P<name>{NAME})"{ident}\s*,\s*"(?:{"|".join(ARGS_KEYS)})"\s*:\s*'
             r'(?=\{\s*(?:"|\}))')
-    return head, rf"(?<=\}})\s*{_flex(f'</{m.group(1)}>')}\s*"
+    return head, rf"(?<=\}})\s*{end}\s*"
 
 
 def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[str]]:

@@ -113,9 +113,12 @@ JSON_PAIR = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*
 
 # The same pair where values are text with no value parser (tagged arguments, typed by the schema: ``tools=``):
 # a string's text between its quotes (its escapes as written), any other value as written, which the schema
-# casts (``3``, ``true``, ``[1, 2]``). For a JSON object written as a tagged call's arguments (``_json_in_tags``).
+# casts (``3``, ``true``, ``[1, 2]``); a value cut off where the region ends (a close tag written inside a string) as
+# far as it arrived. For a JSON object written as a tagged call's arguments (``tagged_calls._json_in_tags``).
 JSON_PAIR_TEXT = (r'(?<=[{,]\s*)"(?P<key>[^"\\\n]+)"\s*:\s*(?:"(?P<value>(?:[^"\\]|\\.)*)"|(?P<value>' + nested_value()
-                  + r"|-?\d[\d.eE+-]*|true|false|null))")
+                  + r"|-?\d[\d.eE+-]*|true|false|null)"
+                  # (a value cut where the region ends, a close tag written inside a string: what arrived is kept)
+                  + r'|"(?P<value>(?:[^"\\]|\\.)*)\Z|(?P<value>[\[{][\s\S]*)\Z)')
 
 
 def typed_value_parser(vs: str, openers: tuple[str, ...] = (">",)) -> dict:
