@@ -362,6 +362,15 @@ def test_a_bare_json_object_that_is_no_call_stays_content(text):
     assert not msg.get("tool_calls") and msg["content"] == text, msg
 
 
+def test_a_bare_calls_arguments_written_as_a_json_string_are_that_strings_text():
+    """``"parameters": "{\\"city\\": \\"Paris\\"}"`` (arguments JSON-encoded): the call closes after the string, whose
+    text is the arguments (the OpenAI form of arguments); before, the call never closed and its arguments were the
+    rest of the reply, the next call in them."""
+    text = '{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}; {"name": "get_time", "parameters": {}}'
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == [("get_weather", '{"city": "Paris"}'), ("get_time", {})] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text", [
     '{"name": "get_weather", "parameters": {invalid json}',  # vLLM's Llama 3 JSON parser: content
     '{"name": "get_weather", "parameters": {city: "Paris"}}',  # a key unquoted

@@ -9,7 +9,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space
+from .markers import ARGS_KEYS, CALL_WINDOW, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space
 from .pythonic import _pythonic
 from .tagged_calls import _tagged
 
@@ -235,8 +235,11 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     first = ("(?:" + "|".join(starts) + ")" if len(starts) > 1 else starts[0]) + r"\s*"
     lead = rf"(?:{esc(t.call_lead)}\s*)?" if t.call_lead else ""
-    # The object's ``}`` stands right after the arguments' last bracket.
-    obj_end = r"(?<=[}\]])\s*\}"
+    # The object's ``}`` stands right after the arguments' last bracket, or after arguments written as one JSON string
+    # (``"parameters": "{\"city\": \"Paris\"}"``, JSON-encoded), which then come back as that string's text (a look
+    # back over at most ``CALL_WINDOW`` characters of it); before, such a call never closed and its arguments were
+    # the rest of the reply.
+    obj_end = rf'(?:(?<=[}}\]])|(?<="(?<="{keys}"\s*:\s*"(?:[^"\\\n]|\\.){{0,{CALL_WINDOW}}}")))\s*\}}'
     # Text after a call is what no JSON value, separator, lead or fence starts with: while one of those is
     # arriving the close stays pending (a stream cut inside the lead or a fence's end waits for the rest).
     lead_first = re.escape(t.call_lead[0]) if t.call_lead else ""
