@@ -173,6 +173,21 @@ def test_calls_that_end_the_reply_end_the_reasoning_left_open(text):
         assert not msg.get("content")
 
 
+@pytest.mark.parametrize("text, thinking, calls", [
+    ('I need it.<|calls|><|call|>f<|args|>{"a": 1}<|/call|><|/calls|><|done|>', "I need it.", 1),
+    ('I need it.<|calls|><|call|>f<|args|>{"a": 1}<|/call|><|done|>', "I need it.", 1),  # the section's end left out
+    ('I need it.<|calls|><|call|>f<|args|>{"a": 1}<|/call|>', "I need it.", 1),
+    ('I need it.<|calls|><|call|>f<|args|>{"a": 1}<|/call|> and so on</think>Hi', 'I need it.<|calls|><|call|>f<|args|>{"a": 1}<|/call|> and so on', 0),
+])
+def test_calls_whose_section_end_is_left_out_end_the_reasoning_left_open(text, thinking, calls):
+    """The prompt opened reasoning and the reply's calls end it, the section's end marker left out (the last call's
+    close, then the turn's end): the calls' opener ends the reasoning as where the section's end is written.
+    Before, they were reasoning text. Reasoning that goes on after the calls keeps them as its text."""
+    spec, prompt, _ = inferred("think-call-section")
+    for msg in both(spec, text, prompt):
+        assert msg["thinking"] == thinking and len(msg.get("tool_calls") or []) == calls, msg
+
+
 @pytest.mark.parametrize("text, content", [
     ("Sure.<|calls|><|/calls|>", "Sure."),
     ("Sure. <|calls|> <|/calls|> Done.", "Sure.\n\nDone."),

@@ -63,12 +63,16 @@ def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str
     t = a.tools
     if t.format == "NONE" or t.headed.kind or not openers:
         return ""
-    closer = markers((t.section_end or t.call_end).strip())
-    if not closer or not (t.section_end or t.call_end).strip().endswith(closer[-1]):
+    # (the section's closing marker, or the last call's where the model left the section's out: ``…<｜tool▁call▁end｜>``
+    # and the turn's end, as a run of calls may end, ``guard.closer_left_out``)
+    written = [x.strip() for x in (t.section_end, t.call_end) if x.strip()]
+    closers = [markers(x)[-1] if markers(x) and x.endswith(markers(x)[-1]) else None for x in written]
+    if not closers or closers[0] is None:
         return ""
+    closer = "|".join(esc(c) for c in dict.fromkeys(closers) if c)
     stop = "|".join(literals([a.reasoning.end]))
     tail = "|".join([*literals(ends), r"\Z"])
-    return "".join(rf"|(?={esc(o)}(?:(?!{stop})[\s\S]){{0,{CALLS_AFTER_REASONING_WINDOW}}}?{esc(closer[-1])}\s*(?:{tail}))" for o in openers)
+    return "".join(rf"|(?={esc(o)}(?:(?!{stop})[\s\S]){{0,{CALLS_AFTER_REASONING_WINDOW}}}?(?:{closer})\s*(?:{tail}))" for o in openers)
 
 
 RESUMED_WINDOW = 512  # how far past a call section's end the reasoning's close makes the text before it reasoning
