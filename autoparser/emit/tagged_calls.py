@@ -203,8 +203,9 @@ def _json_in_tags(t: Tools, header: str) -> tuple[str, str] | None:
     The call object describes itself (FORMATS §7b): it opens on the tag and the object's head, name first, then
     ``arguments`` or ``parameters`` and an object; the region is that object, its members read by the field's
     own xml-inline parser (``typed.JSON_PAIR_TEXT``: values as text, typed by the schema as tagged values are);
-    it closes on the wrapper's end tag right after a ``}``. None where the call's opener begins with no plain tag
-    that its close ends with."""
+    it closes on the wrapper's end tag right after a ``}``. Only an object whose first ``<`` comes within
+    ``CALL_WINDOW`` characters with no escape before it (``NO_ESCAPE``). None where the call's opener begins with
+    no plain tag that its close ends with."""
     opener, ce = t.call_start.strip(), t.call_end.strip()
     m = re.match(r"<([A-Za-z_][\w:.\-]*)>", opener)
     if not m or not ce.endswith(f"</{m.group(1)}>"):
