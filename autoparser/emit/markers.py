@@ -129,6 +129,7 @@ def flex_pattern(pattern: str) -> str:
     return "".join(out)
 
 
+OBJECT_BEGIN = r'\{\s*["}]'  # a JSON object as JSON begins one: its first key (a double-quoted string) or its end
 CALL_WINDOW = 512  # characters of a call that decide whether it is one (``streamed_calls._json_whole``, ``tagged_calls._json_in_tags``)
 NAME = r'[^"\\]{1,256}'  # a call's name as written (no JSON escapes): a bounded look, even at a name never closed
 ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's arguments key

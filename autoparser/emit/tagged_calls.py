@@ -8,7 +8,7 @@ import regex as re
 
 from ..analysis.diff import MARKER, markers, shared_lead
 from ..analysis.model import Tools
-from .markers import ARGS_KEYS, CALL_WINDOW, NAME, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, then_space, without_groups
+from .markers import ARGS_KEYS, CALL_WINDOW, NAME, OBJECT_BEGIN, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, flex_pattern, then_space, without_groups
 from .typed import JSON_PAIR, JSON_PAIR_TEXT, tagged_value, typed_by_attribute, typed_value_parser
 
 
@@ -109,8 +109,8 @@ def _tagged_body(t: Tools, ends: list[str]) -> str:
     first = MARKER.match(ce)
     closes = [_flex(ce)] + ([esc(first.group(0))] if first and first.group(0) != ce else [])
     # (the key's leading tag as ``_key_prefix_pattern`` reads it: after a value whose close wrote its marker, Kimi K3)
-    stops = "|".join([*closes, *(esc(e.strip()) for e in ends if e.strip())])
-    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), stops, r"\Z", rf'\{{\s*(?:"|\}}){NO_ESCAPE}']
+    alts = [_key_prefix_pattern(lead.group(0), a.value_suffix.strip()), *closes, *(esc(e.strip()) for e in ends if e.strip()), r"\Z",
+            OBJECT_BEGIN + NO_ESCAPE]
     # (markup before the first argument is no text: a wrapper the model adds, ``<arguments><param …>``)
     return rf"(?=\s*(?:<[^<>\s][^<>]*>\s*)*(?:{'|'.join(alts)}))"
 
@@ -213,7 +213,7 @@ def _json_in_tags(t: Tools, header: str) -> tuple[str, str] | None:
     ident = "(?P<id>)" if "(?P<id>" in header else ""
     end = _flex(f"</{m.group(1)}>")
     head = (rf'{_flex(m.group(0))}\s*{NO_ESCAPE}\{{\s*"name"\s*:\s*"(?P<name>{NAME})"{ident}\s*,\s*"(?:{"|".join(ARGS_KEYS)})"\s*:\s*'
-            r'(?=\{\s*(?:"|\}))')
+            rf"(?={OBJECT_BEGIN})")
     return head, rf"(?<=\}})\s*{end}\s*"
 
 
@@ -244,6 +244,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     else:
         open_pattern = header
     ce = t.call_end.strip()  # the section end is consumed by the implicit field (see emit.py)
+    a = t.arguments
+    typed = typed_by_attribute(a.key_suffix, a.value_suffix, a.typed_key_suffix) if _args_tagged(t) else None
     body = _tagged_body(t, ends) if _args_tagged(t) else ""
     self_closing = _self_closing(opener, ce, open_pattern, body) if _args_tagged(t) else None
     field: dict = {"open_pattern": space_before_tokens(self_closing or (each_branch(open_pattern, body) if body else open_pattern))}
@@ -269,7 +271,7 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         alts += [re.escape(e) for e in ends]
         if alts:
             field["close_pattern"] = "|".join(alts)
-    json_call = _json_in_tags(t, header) if _args_tagged(t) and not typed_by_attribute(t.arguments.key_suffix, t.arguments.value_suffix, t.arguments.typed_key_suffix) else None
+    json_call = _json_in_tags(t, header) if _args_tagged(t) and not typed else None
     if json_call and "close_pattern" in field:
         field["open_pattern"] += "|" + json_call[0]
         field["close_pattern"] += "|" + json_call[1]
@@ -285,7 +287,6 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         element = space_before_tokens(without_groups(header[:-1]))
         field["close_pattern"] += rf"|\G(?<={element}\s*/>)"
     field["repeats"] = True
-    a = t.arguments
     if a.kind == "json":
         field["content"] = "json"
         args = {}
@@ -307,7 +308,6 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         # A value also ends where the call's text ends: a call cut off (a token limit) or a value close
         # written wrongly keeps what arrived in the value instead of dropping it (never lose text).
         key_re = _key_prefix_pattern(a.key_prefix.strip(), vs.strip()) + r"(?P<key>[^<>\"\n=]+?)"
-        typed = typed_by_attribute(ks, vs, a.typed_key_suffix)
         if typed:
             field["content_args"] = {"tag_pattern": f"(?:{key_re}{typed[0]}|{JSON_PAIR})", "value_parser": typed_value_parser(vs, typed[1])}
             warnings.append("tagged argument values the template marks as strings come back as strings; the others are read as JSON")

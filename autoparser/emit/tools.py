@@ -9,7 +9,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, CALL_WINDOW, NAME, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space
+from .markers import ARGS_KEYS, CALL_WINDOW, NAME, OBJECT_BEGIN, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space
 from .pythonic import _pythonic
 from .tagged_calls import _tagged
 
@@ -160,7 +160,7 @@ SCALAR = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # a key's value that is no 
 # a list, or a string (arguments JSON-encoded). A bounded look at one or two characters: ``{invalid json}``,
 # ``{'k': 'v'}``, ``{k: v}`` after a bare call's head are no call (vLLM's and SGLang's Llama 3 JSON parsers leave
 # them in content), where the head alone made a call whose arguments were that text.
-ARGS_BEGIN = r'(?=\{\s*["}]|\[|")'
+ARGS_BEGIN = rf'(?={OBJECT_BEGIN}|\[|")'
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
