@@ -334,6 +334,15 @@ def test_a_json_call_run_reads_the_arguments_under_either_key():
     assert _calls(msg) == [WEATHER, ("get_time", {})] and not msg.get("content"), msg
 
 
+def test_a_run_of_bare_json_calls_reads_the_arguments_under_either_key():
+    """Calls with no marker glued one after another (``{…}{…}``, Llama 4's JSON template) whose objects are just a
+    name and arguments: ``arguments`` as well as the ``parameters`` the template writes, the first call and a later
+    one. Fails on the commit before: the whole run stayed in content."""
+    text = '{"name": "get_weather", "arguments": {"city": "Paris"}}{"name": "get_time", "parameters": {}}'
+    msg = _parse("json-glued", text)
+    assert _calls(msg) == [WEATHER, ("get_time", {})] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text", [
     '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
     '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key
@@ -444,6 +453,9 @@ PHI4_MINI = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "
      [WEATHER, ("get_time", {})], None),
     # after text too (before: the lead and its "[" were left in the content, "Sure. functools[")
     ('Sure. functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', [WEATHER], "Sure."),
+    # the arguments under the other key (vLLM's phi-4-mini parser reads both; before: the list stayed content)
+    ('functools[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]',
+     [WEATHER, ("get_time", {})], None),
 ])
 def test_phi4_mini_functools_list(text, calls, content):
     """workarounds/phi4-mini-functools.json: phi-4-mini writes its calls as ``functools[{…}, …]``, which its

@@ -171,7 +171,7 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     previous call), its body is the arguments, and it closes on the object's ``}`` followed by the next
     head, the opener's end marker or the end of the turn."""
     # (the arguments under either key where the object is just a name and its arguments: models write both)
-    name_key, head = _call_head(t, args=args_keys(t) if _any_args_key(t) else None)
+    name_key, head = _call_head(t, args=args_keys(t) if _name_and_args(t) else None)
     sep = (_flex(t.call_separator) if t.call_separator.strip() else "") + r"\s*"
     opener = "|".join(literals(_openers(t, start)))
     end = t.call_end.strip()
@@ -191,10 +191,17 @@ def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
     return field, warnings
 
 
+def _name_and_args(t: Tools) -> bool:
+    """A call object of just ``{"name": …, "parameters"|"arguments": …}``, name first and no id: models write the
+    arguments under either key whatever the template writes (vLLM's Llama 3 JSON and phi-4-mini parsers read both),
+    however the arguments themselves are spelt."""
+    return (t.name_path == ("name",) and t.first_key == "name" and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
+            and not t.id_path and not t.name_is_key)
+
+
 def _any_args_key(t: Tools) -> bool:
     """A bare call object written ``{"name": …, "parameters"|"arguments": …}``: name first, no id, no dialect."""
-    return (t.name_path == ("name",) and t.first_key == "name" and len(t.args_path) == 1 and t.args_path[0] in ARGS_KEYS
-            and not t.id_path and not t.name_is_key and not t.arguments.string_delims and not t.arguments.unquoted_keys)
+    return _name_and_args(t) and not t.arguments.string_delims and not t.arguments.unquoted_keys
 
 
 def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None = None) -> tuple[dict, list[str]]:
@@ -282,8 +289,10 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     A lead the model writes before the run (``call_lead``, set by a workaround: phi-4-mini's ``functools[``,
     which its template asks for in the system prompt and never renders) is optional before the first call;
     a lead that opens a JSON list is closed by the list's ``]`` after the last call."""
-    name_key, head = _call_head(t)
-    loose = _call_head(t, capture=False)[1]
+    # (the arguments under either key where the object is just a name and its arguments: models write both)
+    keys = args_keys(t) if _name_and_args(t) else None
+    name_key, head = _call_head(t, args=keys)
+    loose = _call_head(t, capture=False, args=keys)[1]
     raw = t.call_separator
     # Calls the template glues (``{…}{…}``) a model writes glued or one per line.
     sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
