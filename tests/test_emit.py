@@ -690,3 +690,19 @@ def test_a_long_call_quoting_a_marker_that_ends_calls_early_is_decided_by_its_he
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("write", {"content": quoted})]
     for one in both(spec, text):
         assert [c["function"]["arguments"] for c in one["tool_calls"]] == [{"content": quoted}]
+
+
+@pytest.mark.parametrize("text, thinking, content, calls", [
+    ("<reflect>\nPlan.\n</reflect>\n\nHello.", "Plan.", "Hello.", []),
+    ('<reflect>Need the weather.</reflect>\n<calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</calls>',
+     "Need the weather.", None, ["get_weather"]),
+    ("Hello.", None, "Hello.", []),
+])
+def test_reasoning_that_history_cuts_out_of_content_is_reasoning(text, thinking, content, calls):
+    """models/think-split.jinja renders no reasoning field and has no switch, but cuts an earlier assistant turn's
+    content at ``</reflect>`` (as Nemotron Super's, LFM2.5's and DeepSeek-R1's tool templates cut at ``</think>``):
+    the text before that tag is no answer, so ``<reflect>…</reflect>`` is the reasoning block (R4; a tag named by
+    no model). Fails on the commit before: the block and its tags came back as content."""
+    for msg in both(template("think-split"), text, prefix="<|turn|>assistant\n"):
+        assert msg.get("thinking") == thinking and msg.get("content") == content, msg
+        assert [c["function"]["name"] for c in msg.get("tool_calls") or []] == calls, msg

@@ -109,12 +109,51 @@ def _closer_by_split(pr: Prober, start: str, log: list[str]) -> str:
     cand = _closing_form(start)
     if not cand:
         return ""
-    msg = assistant(REASON + cand + CONTENT)
-    g = pr.generation(msg, pr.modes[0])
-    mid = pr.try_render([{"role": "user", "content": USER}, msg, {"role": "user", "content": USER2}], mode=pr.modes[0])
-    ok = any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid))
+    ok = _split_drops(pr, cand)
     log.append(f"R2 end of {start!r} by content split on {cand!r}: {'confirmed' if ok else 'no'}")
     return cand if ok else ""
+
+
+def _split_drops(pr: Prober, cand: str) -> bool:
+    """Whether history drops what an assistant's content writes before ``cand``: the last turn's or an earlier
+    one's (a template may keep the last turn whole)."""
+    msg = assistant(REASON + cand + CONTENT)
+    g = pr.generation(msg, pr.modes[0])
+    turns = [{"role": "user", "content": USER}, msg, {"role": "user", "content": USER2}]
+    mid = pr.try_render(turns, mode=pr.modes[0])
+    if any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid)):
+        return True
+    # (an earlier turn, where the template keeps the last assistant turn whole: LFM2.5's past thinking)
+    early = pr.try_render([*turns, assistant(), {"role": "user", "content": USER}], mode=pr.modes[0])
+    return bool(early and CONTENT in early and REASON not in early)
+
+
+# A closing tag that is a whole string literal of the source (``'</think>'``, as a split or a test names it)
+_CLOSING_TAG = re.compile(r"""(['"])(</\w[\w:.\-]{0,31}>|\[/\w{1,32}\])\1""")
+SPLIT_CANDIDATES = 8  # closing tags the source names that R4 tries, each one render or two
+
+
+def _pair_by_split(pr: Prober, log: list[str]) -> tuple[str, str] | None:
+    """R4: reasoning that no switch and no field of the message shows, where history cuts it out of the content
+    (``content.split('</think>')[-1]``: Nemotron Super, LFM2.5, DeepSeek-R1 tool templates). The template says
+    by that cut that the text before the marker is no answer: a closing tag the source names (``</x>``,
+    ``[/X]``, a whole string literal) that an assistant's content renders without the text before it is the block's end, its opening
+    form the start. The source only proposes; the render decides."""
+    seen = list(dict.fromkeys(m[1] for m in _CLOSING_TAG.findall(pr.r.source)))[:SPLIT_CANDIDATES]
+    # (a tag the template writes around calls is the calls' own, whatever history cuts at it)
+    calls = pr.generation(assistant(None, calls=[call()]), pr.modes[0]) if seen else None
+    for cand in seen:
+        start = _opening_form(cand)
+        if start and not (calls and cand in calls.full) and _split_drops(pr, cand):
+            log.append(f"R4 history drops the content before {cand!r}: reasoning {start!r}…{cand!r}")
+            return start, cand
+    if seen:
+        log.append(f"R4 no content split on {seen}")
+    return None
+
+
+def _opening_form(end: str) -> str:
+    return "<" + end[2:] if end.startswith("</") else "[" + end[2:]
 
 
 _TAG_OR_BRACKET = re.compile(r"<(\w[\w:.\-]*)>|\[(\w+)\]")
@@ -273,6 +312,8 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
         tail = markers(trailing_markers(prompts.get(_m(pr.modes[0]), "")))
         if tail and (closer := _closer_by_split(pr, tail[-1], log)):
             start, end, forced_open = tail[-1], closer, True
+    if not start and not end and (pair := _pair_by_split(pr, log)):
+        start, end = pair
     if not start and not end:
         mode = "NONE"
     elif not start:
