@@ -11,7 +11,7 @@ from itertools import combinations
 import regex as re
 
 from .diff import MARKER, SPECIAL_TOKEN, Diff, diff, glued_header, leading_markers, markers, prefix_len, trailing_markers
-from .probes import CONTENT, REASON, USER, USER2, Prober, assistant, call
+from .probes import CONTENT, REASON, RESULT, USER, USER2, Prober, assistant, call
 from .reads import reasoning_budgets
 from .model import Reasoning
 
@@ -121,16 +121,12 @@ def _split_drops(pr: Prober, cand: str) -> bool:
     g = pr.generation(msg, pr.modes[0])
     turns = [{"role": "user", "content": USER}, msg, {"role": "user", "content": USER2}]
     mid = pr.try_render(turns, mode=pr.modes[0])
-    if any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid)):
-        return True
-    # (an earlier turn, where the template keeps the last assistant turn whole: LFM2.5's past thinking)
-    early = pr.try_render([*turns, assistant(), {"role": "user", "content": USER}], mode=pr.modes[0])
-    return bool(early and CONTENT in early and REASON not in early)
+    return any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid))
 
 
 # A closing tag that is a whole string literal of the source (``'</think>'``, as a split or a test names it)
 _CLOSING_TAG = re.compile(r"""(['"])(</\w[\w:.\-]{0,31}>|\[/\w{1,32}\])\1""")
-SPLIT_CANDIDATES = 8  # closing tags the source names that R4 tries, each one render or two
+SPLIT_CANDIDATES = 8  # closing tags the source names that R4 tries, one render each
 
 
 def _pair_by_split(pr: Prober, log: list[str]) -> tuple[str, str] | None:
@@ -140,13 +136,19 @@ def _pair_by_split(pr: Prober, log: list[str]) -> tuple[str, str] | None:
     ``[/X]``, a whole string literal) that an assistant's content renders without the text before it is the block's end, its opening
     form the start. The source only proposes; the render decides."""
     seen = list(dict.fromkeys(m[1] for m in _CLOSING_TAG.findall(pr.r.source)))[:SPLIT_CANDIDATES]
-    # (a tag the template writes around calls is the calls' own, whatever history cuts at it)
-    calls = pr.generation(assistant(None, calls=[call()]), pr.modes[0]) if seen else None
     for cand in seen:
+        # One render per candidate, the turn an earlier one (a template may keep the last turn whole: LFM2.5)
+        text = pr.try_render([{"role": "user", "content": USER}, assistant(REASON + cand + CONTENT),
+                              {"role": "user", "content": USER2}, assistant(RESULT), {"role": "user", "content": USER}], mode=pr.modes[0])
+        if not (text and CONTENT in text and REASON not in text):
+            continue
+        # (a tag the template writes around calls is the calls' own, whatever history cuts at it)
+        calls = pr.generation(assistant(None, calls=[call()]), pr.modes[0])
+        if calls and cand in calls.full:
+            continue
         start = _opening_form(cand)
-        if start and not (calls and cand in calls.full) and _split_drops(pr, cand):
-            log.append(f"R4 history drops the content before {cand!r}: reasoning {start!r}…{cand!r}")
-            return start, cand
+        log.append(f"R4 history drops the content before {cand!r}: reasoning {start!r}…{cand!r}")
+        return start, cand
     if seen:
         log.append(f"R4 no content split on {seen}")
     return None
