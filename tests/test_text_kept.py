@@ -311,6 +311,27 @@ def test_a_call_marker_that_opens_no_call_keeps_its_text_where_content_is_wrappe
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"] and msg["content"] == "Let me check."
 
 
+@pytest.mark.parametrize("text", [
+    ' to=get_weather<|msg|>garbage<|finish|>',  # a recipient header whose body is no call
+    ' to=get_weather<|msg|><invoke name="get<|msg|>"><arg name="city">Paris</arg></invoke><|finish|>',  # a marker in the name
+    ' to=get_weather<|msg|><invoke name="get_weather"><arg name="city">Par',  # cut before the call's element is whole
+])
+def test_a_recipient_header_that_opens_no_call_keeps_its_text_where_content_is_wrapped(text):
+    """models/recipient-wrapped.jinja (muse-glimmer's layout): every part is a recipient header, none is bare text,
+    and a call's opener is no marker (``to=``). A header whose body opens no call left the whole reply outside every
+    field: the message came back empty (Ollama's glimmer tests, a ``<|msg|>`` written into the invoke name). The
+    header now opens content, zero-width, where no call opens; the call's own open wins where it matches."""
+    spec, prompt, verdict = inferred("recipient-wrapped")
+    assert verdict["status"] == "full" and verdict["realistic"]["malformed_call"] == "pass", verdict
+    for msg in both(spec, text, prompt):
+        got = " ".join(str(v) for v in (msg.get("content"), msg.get("tool_calls")) if v)
+        assert "get" in got and ("garbage" in text) <= ("garbage" in got), msg
+        assert msg.get("content") or msg.get("tool_calls"), msg
+    call = ' to=get_weather<|msg|><invoke name="get_weather"><arg name="city">Paris</arg></invoke><|finish|>'
+    for msg in both(spec, call, prompt):  # a call still opens as before
+        assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text, content", [
     ("R<|close|>think<|sep|><|begin_answer|>Hello there<|end_answer|>", "<|begin_answer|>Hello there<|end_answer|>"),  # another wrapper's tokens
     ("R<|close|>think<|sep|>\n<|begin_answer|> <|x|>Hello", "<|begin_answer|> <|x|>Hello"),  # whitespace, two tokens

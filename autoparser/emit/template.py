@@ -327,6 +327,29 @@ def either_quote(pattern: str) -> str:
     return "".join(out) + pattern[i:]
 
 
+_NAME_GROUP = re.compile(r"\(\?P<name>[^()]*\)")
+
+
+def _header_to_marker(t) -> str:
+    """A call header whose opener is no marker, up to the first marker after the name (``to=(?P<name>…)<\\|message\\|>``
+    of ``Tools.header_pattern``), the name any name: where such a header begins, a call may open."""
+    m = _NAME_GROUP.search(t.header_pattern)
+    if not m or not t.call_start.strip():
+        return ""
+    rest, lit, i = t.header_pattern[m.end():], "", 0
+    while i < len(rest) and not (mk := MARKER.match(lit.lstrip())):
+        if rest[i] == "\\" and i + 1 < len(rest):
+            lit, i = lit + rest[i + 1], i + 2
+        elif rest[i] in "()[]{}?*+|^$.":
+            return ""
+        else:
+            lit, i = lit + rest[i], i + 1
+    mk = MARKER.match(lit.lstrip())
+    if not mk or lit.strip() != mk.group(0):
+        return ""
+    return _flex(t.call_start.strip()) + r"[\w.\-/]+\s*" + esc(mk.group(0))
+
+
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
     """Returns (response_template, warnings): the library form (``library``; ``served`` gives the engines')."""
     warnings: list[str] = []
@@ -445,7 +468,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # Content written before calls (bare, when the template wraps only a reply without calls: Hunyuan's
         # ``助手：``) ends where a call's marker opens, left to the call (zero-width); likewise where the other
         # wrapper opens, which then opens content again (``Hi <answer>x``: ``Hi`` and ``x``, no marker).
-        opener = (t.section_start or t.call_start).strip() if t.format != "NONE" and not t.headed.kind else ""
+        opener = (t.section_start.strip() or t.call_start.strip()) if t.format != "NONE" and not t.headed.kind else ""
         if opener and markers(opener) and "tool_calls" in fields:
             # A call's marker that opens no call (a call cut off by a token limit, or one whose JSON is broken)
             # would leave its text outside every field here, where no region is implicit: the marker opens
@@ -456,6 +479,13 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # and of ``<|open|>tools``), it waits while the opener's rest may be arriving: a stream would otherwise
             # open content on the marker alone and take the opener's word for text.
             f["open_pattern"] += "|" + waits(markers(opener)[0], [c.start.strip(), w_open.strip()])
+        elif opener and "tool_calls" in fields and (head := _header_to_marker(t)):
+            # A call opener that is no marker (a recipient, ``to=read<|message|>…``): a header that opens no call
+            # (its body no call: ``to=read<|message|>garbage``, a marker written into the name) opens content
+            # there, zero-width, so the header stays visible text; the call's open, longer at the same place,
+            # wins, and while it is pending this one waits. Not at content's or reasoning's own header.
+            own = "".join(f"(?!{_flex(x.strip())})" for x in (c.start, r.start if r.mode != "NONE" else "") if x.strip())
+            f["open_pattern"] += f"|(?={own}{head})"
         ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
         if close and ahead:
             f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])
