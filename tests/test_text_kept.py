@@ -311,6 +311,26 @@ def test_a_call_marker_that_opens_no_call_keeps_its_text_where_content_is_wrappe
         assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"] and msg["content"] == "Let me check."
 
 
+@pytest.mark.parametrize("text, kept, calls, content", [
+    ('<|call|>c1<|fn|>get_weather<|args|>{"city": "Par', "Par", [], None),  # cut off, the section's token left out
+    ('<|call|>c1<|fn|>get_weather<|args|>not json<|call_end|>', "not json", [], None),  # broken, likewise
+    ('<|call|>c1<|fn|>get_weather<|args|>{"city": "Paris"}<|call_end|>', "", ["get_weather"], None),  # a whole call
+    ('Sure.<|call|>c1<|fn|>get_weather<|args|>{"city": "Paris"}<|call_end|>', "Sure.", ["get_weather"], "Sure."),  # bare text before
+])
+def test_a_calls_own_marker_without_its_sections_keeps_its_text_where_content_is_wrapped(text, kept, calls, content):
+    """models/wrapped-call-tokens.jinja (Solar Open's layout): content always wrapped, calls a section token then
+    each call's own token. A model that leaves the section's token out and is cut off (or writes broken JSON) left
+    the whole reply outside every field, and bare text before such a call swallowed it. The call's own marker now
+    opens content where no call opens, and closes bare content before it, as the section's marker does."""
+    spec, prompt, verdict = inferred("wrapped-call-tokens")
+    assert verdict["status"] == "full" and verdict["realistic"]["call_truncated"] == "pass", verdict
+    for msg in both(spec, text, prompt):
+        assert kept in (msg.get("content") or ""), msg
+        assert [c["function"]["name"] for c in msg.get("tool_calls") or []] == calls, msg
+        if content is not None or calls:
+            assert msg.get("content") == content, msg
+
+
 @pytest.mark.parametrize("text", [
     ' to=get_weather<|msg|>garbage<|finish|>',  # a recipient header whose body is no call
     ' to=get_weather<|msg|><invoke name="get<|msg|>"><arg name="city">Paris</arg></invoke><|finish|>',  # a marker in the name

@@ -327,6 +327,16 @@ def either_quote(pattern: str) -> str:
     return "".join(out) + pattern[i:]
 
 
+def call_marker(a: Analysis, w_open: str = "") -> list[str]:
+    """The call's own first marker where it differs from the section's and belongs to calls alone: one that the
+    content's, the reasoning's or the turn's markers also write (Kimi K3's ``<|sep|>``, which ends every tag)
+    says nothing about a call."""
+    t, c, r = a.tools, a.content, a.reasoning
+    m = markers(t.call_start.strip())[:1]
+    others = [t.section_start, c.start, c.end, w_open, *a.turn.end_markers, *((r.start, r.end) if r.mode != "NONE" else ())]
+    return [x for x in m if not any(x in o for o in others if o)]
+
+
 _NAME_GROUP = re.compile(r"\(\?P<name>[^()]*\)")
 
 
@@ -478,7 +488,11 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # Where that marker also begins content's own opener (Kimi K3's ``<|open|>`` of ``<|open|>response<|sep|>``
             # and of ``<|open|>tools``), it waits while the opener's rest may be arriving: a stream would otherwise
             # open content on the marker alone and take the opener's word for text.
-            f["open_pattern"] += "|" + waits(markers(opener)[0], [c.start.strip(), w_open.strip()])
+            # The call's own marker likewise, where it differs from the section's: a model may leave the section's
+            # marker out (Solar Open's ``<|tool_call:begin|>…`` with no ``<|tool_calls|>``), and a call cut off
+            # there left the whole reply outside every field.
+            firsts = [markers(opener)[0], *call_marker(a, w_open)]
+            f["open_pattern"] += "".join("|" + waits(m, [c.start.strip(), w_open.strip()]) for m in dict.fromkeys(firsts))
         elif opener and "tool_calls" in fields and (head := _header_to_marker(t)):
             # A call opener that is no marker (a recipient, ``to=read<|message|>…``): a header that opens no call
             # (its body no call: ``to=read<|message|>garbage``, a marker written into the name) opens content
@@ -487,6 +501,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             own = "".join(f"(?!{_flex(x.strip())})" for x in (c.start, r.start if r.mode != "NONE" else "") if x.strip())
             f["open_pattern"] += f"|(?={own}{head})"
         ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
+        # (and before the call's own marker, where a call may open without the section's: bare content before it)
+        if opener and markers(opener) and "tool_calls" in fields:
+            ahead += [m for m in call_marker(a, w_open) if not any(x.startswith(m) or m.startswith(x) for x in ahead)]
         if close and ahead:
             f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])
         elif close:

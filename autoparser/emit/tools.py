@@ -8,8 +8,9 @@ import regex as re
 
 from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
+from ..analysis.tagged import ID as ID_SLOT
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, CALL_WINDOW, NAME, OBJECT_BEGIN, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space
+from .markers import ARGS_KEYS, CALL_WINDOW, NAME, OBJECT_BEGIN, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space, without_groups
 from .pythonic import _pythonic
 from .tagged_calls import _tagged
 
@@ -325,13 +326,20 @@ def _call_again_after_arguments(t: Tools) -> tuple[str, str] | None:
     value written since the marker (so a ``}b[ARGS]{`` inside a string closes nothing), and the next opens on the
     name there (a lookbehind to the ``}``). Before, the second call was read into the first one's arguments,
     which came back as text."""
-    opener, marker = t.call_start.strip(), t.name_suffix.strip()
+    opener, suffix = t.call_start.strip(), t.name_suffix.strip()
+    ms = markers(suffix)
+    marker = ms[-1] if ms and suffix.endswith(ms[-1]) else ""
+    # An id between the name and that marker (``b[CALL_ID]id[ARGS]{…}``, Mistral Small 3.2) may come or not.
+    head, _, tail = suffix[: len(suffix) - len(marker)].partition(ID_SLOT)
+    ident = rf"(?:{esc(head)}(?P<id>[^\s<>\[\]]+?))?\s*" if head and not tail.strip() and MARKER.fullmatch(head.strip()) else ""
     if (t.arguments.kind != "json" or t.section_start.strip() or t.section_end.strip() or t.call_end.strip() or t.call_separator.strip()
-            or not MARKER.fullmatch(opener) or not MARKER.fullmatch(marker)):
+            or not MARKER.fullmatch(opener) or not marker or (suffix != marker and not ident)):
         return None
     name = r"[\w.\-/]+"
-    after = rf"(?=\s*{name}\s*{esc(marker)}\s*\{{)"
-    return (rf"(?<=[}}])\s*(?P<name>{name})\s*{esc(marker)}(?=\s*\{{)", rf"(?<=[}}]){after}(?<={esc(marker)}\s*{nested_value()})")
+    after = rf"(?=\s*{name}\s*{ident}{esc(marker)}\s*\{{)"
+    # (the id group always takes part, empty where no id is written: a transform's ``{id}`` must be defined)
+    return (rf"{'(?P<id>)' if ident else ''}(?<=[}}])\s*(?P<name>{name})\s*{ident}{esc(marker)}(?=\s*\{{)",
+            rf"(?<=[}}]){without_groups(after)}(?<={esc(marker)}\s*{nested_value()})")
 
 
 def dropped_section(t: Tools) -> str | None:
