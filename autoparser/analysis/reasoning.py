@@ -124,18 +124,20 @@ def _split_drops(pr: Prober, cand: str) -> bool:
     return any(t and CONTENT in t and REASON not in t for t in (g.full if g else None, mid))
 
 
-# A closing tag that is a whole string literal of the source (``'</think>'``, as a split or a test names it)
-_CLOSING_TAG = re.compile(r"""(['"])(</\w[\w:.\-]{0,31}>|\[/\w{1,32}\])\1""")
+# A closing tag that is a whole string literal of the source where the source cuts or tests text at it
+# (``.split('</think>')``, ``'</think>' in content``): the literals a template only writes out cost no render.
+_CLOSING_TAG = re.compile(r"""(?:(?:split|partition)\(\s*)(['"])(</\w[\w:.\-]{0,31}>|\[/\w{1,32}\])\1"""
+                          r"""|(['"])(</\w[\w:.\-]{0,31}>|\[/\w{1,32}\])\3(?=\s*(?:not\s+)?in\b)""")
 SPLIT_CANDIDATES = 8  # closing tags the source names that R4 tries, one render each
 
 
 def _pair_by_split(pr: Prober, log: list[str]) -> tuple[str, str] | None:
     """R4: reasoning that no switch and no field of the message shows, where history cuts it out of the content
     (``content.split('</think>')[-1]``: Nemotron Super, LFM2.5, DeepSeek-R1 tool templates). The template says
-    by that cut that the text before the marker is no answer: a closing tag the source names (``</x>``,
-    ``[/X]``, a whole string literal) that an assistant's content renders without the text before it is the block's end, its opening
+    by that cut that the text before the marker is no answer: a closing tag the source cuts or tests text at
+    (``</x>``, ``[/X]``, a whole string literal) that an assistant's content renders without the text before it is the block's end, its opening
     form the start. The source only proposes; the render decides."""
-    seen = list(dict.fromkeys(m[1] for m in _CLOSING_TAG.findall(pr.r.source)))[:SPLIT_CANDIDATES]
+    seen = list(dict.fromkeys(m[1] or m[3] for m in _CLOSING_TAG.findall(pr.r.source)))[:SPLIT_CANDIDATES]
     for cand in seen:
         # One render per candidate, the turn an earlier one (a template may keep the last turn whole: LFM2.5)
         text = pr.try_render([{"role": "user", "content": USER}, assistant(REASON + cand + CONTENT),
