@@ -135,8 +135,8 @@ def _pair_by_split(pr: Prober, log: list[str]) -> tuple[str, str] | None:
     """R4: reasoning that no switch and no field of the message shows, where history cuts it out of the content
     (``content.split('</think>')[-1]``: Nemotron Super, LFM2.5, DeepSeek-R1 tool templates). The template says
     by that cut that the text before the marker is no answer: a closing tag the source cuts or tests text at
-    (``</x>``, ``[/X]``, a whole string literal) that an assistant's content renders without the text before it is the block's end, its opening
-    form the start. The source only proposes; the render decides."""
+    (``</x>``, ``[/X]``, a whole string literal) that an assistant's content renders without the text before it
+    is the block's end, its opening form the start. The source only proposes; the render decides."""
     seen = list(dict.fromkeys(m[1] or m[3] for m in _CLOSING_TAG.findall(pr.r.source)))[:SPLIT_CANDIDATES]
     for cand in seen:
         # One render per candidate, the turn an earlier one (a template may keep the last turn whole: LFM2.5)

@@ -22,7 +22,7 @@ import regex as re
 
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
-from ..analysis.model import Analysis
+from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .guard import _BALANCED_TOKENS
@@ -340,7 +340,7 @@ def call_marker(a: Analysis, w_open: str = "") -> list[str]:
 _NAME_GROUP = re.compile(r"\(\?P<name>[^()]*\)")
 
 
-def _header_to_marker(t) -> str:
+def _header_to_marker(t: Tools) -> str:
     """A call header whose opener is no marker, up to the first marker after the name (``to=(?P<name>…)<\\|message\\|>``
     of ``Tools.header_pattern``), the name any name: where such a header begins, a call may open."""
     m = _NAME_GROUP.search(t.header_pattern)
