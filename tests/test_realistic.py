@@ -103,3 +103,26 @@ def test_a_worded_content_close_before_calls_is_no_turn_end():
     prefix = '<|open|>message role="user"<|sep|>hi<|end_of_msg|><|open|>message role="assistant"<|sep|>'
     msg = parse_response('<|open|>response<|sep|>a <|close|> b<|close|>response<|sep|><|end_of_msg|>', res.template, prefix=prefix)
     assert msg.get("content") == "a <|close|> b", msg
+
+
+def test_a_call_cut_off_without_its_sections_marker_is_a_realistic_variant():
+    """``call_truncated`` also cuts a call written without the section's opening marker where each call has a marker
+    of its own (models leave it out: Solar Open). The variant exists and passes on models/wrapped-call-tokens.jinja,
+    and it judges: a template whose content never opens at the call's marker loses that text, and the variant
+    says so (the emitter before the call's marker opened content failed it on Solar Open: degraded, text lost)."""
+    from autoparser.verify.realistic import _variants, structural_markers
+
+    src = (ROOT / "models" / "wrapped-call-tokens.jinja").read_text(encoding="utf-8")
+    res = autoparser.infer_result(src)
+    assert res.verdict["realistic"]["call_truncated"] == "pass", res.verdict
+    report = autoparser.pipeline.verify(src, res.template)
+    case = next(c for c in report.cases if c.status == "pass" and c.expected.get("tool_calls"))
+    cuts = [t for n, t, _, _ in _variants(case, res.analysis, structural_markers(res.analysis)) if n == "call_truncated"]
+    assert any("<|calls|>" not in t and "<|call|>" in t for t in cuts), cuts
+    # Content that also opens at the section's marker (as before the call's marker did) keeps a cut call's text only
+    # where the section's marker was written: the variant without it fails, text lost.
+    content = {"open_pattern": r"<\|say\|>|<\|calls\|>", "close": "<|done|>", "content": "text"}
+    broken = {**res.template, "fields": {**res.template["fields"], "content": content}}
+    verdict = autoparser.pipeline.judge(src, broken)[2]
+    assert verdict["realistic"]["call_truncated"] == "fail", verdict
+    assert "text lost" in verdict["realistic_failures"]["call_truncated"], verdict

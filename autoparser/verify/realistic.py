@@ -13,9 +13,10 @@ parsed with transformers' ``parse_response`` (one-shot; streamed too when asked)
 - ``ids_removed``: calls without their ids (the names and arguments must still parse);
 - ``text_around_calls``: text after the last call as well as before the first; both must be kept;
 - ``malformed_call``: a call with a brace or close removed; nothing may raise, its text must stay visible.
-- ``call_truncated``: the text cut inside the first call's first string value (a token limit); nothing may
-  raise and the text that arrived must stay visible: in content, or in the call parsed from what arrived
-  (the emitter's choice, docs/FORMATS.md §7b: a cut call is parsed as the serving engines parse it).
+- ``call_truncated``: the text cut inside the first call's first string value (a token limit), also with the
+  section's opening marker left out where each call has a marker of its own; nothing may raise and the text
+  that arrived must stay visible: in content, or in the call parsed from what arrived (the emitter's choice,
+  docs/FORMATS.md §7b: a cut call is parsed as the serving engines parse it).
 
 Each variant must parse to the same message (fields compared as verify compares them; ids not judged
 where they were removed). A variant that fails is reported with its first failure; it never drops a
@@ -121,6 +122,13 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
                 yield "malformed_call", g[:j] + g[j + 1:], exp, value
             if len(value) > 1:
                 yield "call_truncated", g[: i + len(value) // 2], {}, value[: len(value) // 2]
+                # ... and with the section's opening marker left out, where each call has a marker of its own
+                # (a model may write the calls without it: Solar Open's ``<|tool_call:begin|>`` with no
+                # ``<|tool_calls|>``)
+                sec, own = a.tools.section_start.strip(), markers(a.tools.call_start.strip())
+                if sec and own and markers(sec) == [sec] and sec not in own and g.count(sec) == 1 and g.index(sec) < i:
+                    k = g.index(sec)
+                    yield "call_truncated", g[:k] + g[k + len(sec):i + len(value) // 2], {}, value[: len(value) // 2]
 
 
 def _after_calls(g: str, tail: str | None, a: Analysis) -> int | None:
