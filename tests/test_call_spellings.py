@@ -1022,6 +1022,19 @@ def test_a_value_close_left_out_still_ends_the_value(text, args):
     assert _calls(_parse("function-in-wrapper", text)) == [("f", args)]
 
 
+@pytest.mark.parametrize("first", [
+    "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</tool_call>\n",  # the element's close left out
+    "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n",  # the wrapper's end tag left out
+])
+def test_a_call_whose_close_is_left_out_ends_before_the_next_call(first):
+    """The element's close left out, the wrapper's end tag closes the call where the next call's wrapper (or the turn's
+    or text's end) follows it. Fails on the commit before: the first call ran on into the second, whose argument it
+    took under its own name (``f`` with ``{"a": "1", "b": "2"}``), the second call gone."""
+    second = "<tool_call>\n<function=g>\n<parameter=b>\n2\n</parameter>\n</function>\n</tool_call>"
+    msg = _parse("function-in-wrapper", first + second)
+    assert _calls(msg) == [("f", {"a": "1"}), ("g", {"b": "2"})] and not (msg.get("content") or "").strip(), msg
+
+
 @pytest.mark.parametrize("text, calls, content", [
     ('[CALL]a[ARGS]{"x": 1}b[ARGS]{"y": {"z": [2]}}', [("a", {"x": 1}), ("b", {"y": {"z": [2]}})], ""),  # the second opener left out
     ('[CALL]a[ARGS]{"x": 1}[CALL]b[ARGS]{"y": 2}', [("a", {"x": 1}), ("b", {"y": 2})], ""),  # as rendered
