@@ -1022,6 +1022,21 @@ def test_a_value_close_left_out_still_ends_the_value(text, args):
     assert _calls(_parse("function-in-wrapper", text)) == [("f", args)]
 
 
+@pytest.mark.parametrize("name, text, calls", [
+    ("kv-tagged", "<call>f\n<k>a</k><v>1</v>\n<call>g\n<k>b</k><v>2</v>\n</call>",
+     [("f", {"a": "1"}), ("g", {"b": "2"})]),
+    # the format's own tags inside a value stay the value's: only after a value's close does a header end a call
+    ("kv-tagged", "<call>f\n<k>a</k><v>see <call>g here</v>\n</call>",
+     [("f", {"a": "see <call>g here"})]),
+])
+def test_a_tagged_call_whose_close_is_left_out_ends_where_the_next_header_follows_a_value(name, text, calls):
+    """GLM's ``…</arg_value>\n<tool_call>g`` (DSML's and MiniMax's ``…</parameter>\n<invoke name="g">`` likewise): the
+    next call's header right after a value's close ends a call whose close the model left out. Fails on the commit
+    before: the first call ran on into the next and took its arguments under its own name."""
+    msg = _parse(name, text)
+    assert _calls(msg) == calls and not (msg.get("content") or "").strip(), msg
+
+
 @pytest.mark.parametrize("first", [
     "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</tool_call>\n",  # the element's close left out
     "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n",  # the wrapper's end tag left out
