@@ -73,6 +73,21 @@ def test_headed_message_without_channel_is_content():
     assert (msg.get("thinking"), msg["content"]) == ("Hmm.", "Answer"), msg
 
 
+@pytest.mark.parametrize("text, thinking, content", [
+    ("<|ch|>summary<|body|>Hello there<|done|>", None, "Hello there"),  # a channel the template never names
+    ("<|ch|> junk answer<|body|>Hello there<|done|>", None, "Hello there"),  # junk in the header
+    ("<|ch|>think<|body|>Hmm.<|stop|><|begin|>assistant<|ch|>notes<|body|>Answer<|done|>", "Hmm.", "Answer"),
+])
+def test_a_message_on_a_channel_the_template_never_names_is_content(text, thinking, content):
+    """Every field opens on a header naming its channel or a recipient: a message on another channel was outside
+    every field and its text lost (the message came back empty). It is content now, its header discarded as every
+    header is; the named channels and calls open as before. Fails on the commit before."""
+    msg = _parse("channels", text)
+    assert (msg.get("thinking"), msg.get("content")) == (thinking, content) and not _calls(msg), msg
+    call = "<|begin|>assistant send=tools.get_weather<|ch|>act<|body|>{\"city\": \"Paris\"}<|invoke|>"
+    assert _calls(_parse("channels", call)) == [("get_weather", {"city": "Paris"})]
+
+
 def test_headed_message_ends_at_the_next_header():
     msg = _parse("channels", "<|ch|>think<|body|>Hmm.<|begin|>assistant<|ch|>answer<|body|>Answer")
     assert (msg.get("thinking"), msg["content"]) == ("Hmm.", "Answer"), msg

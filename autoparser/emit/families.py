@@ -62,6 +62,12 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         }
         fields["tool_calls"] = never_raises(fields["tool_calls"])
         content_open = rf"{C_free}\s*{_alts(h.content_words)}\b{rest}"
+        # A message on a channel the template never names (``<|channel|>summary<|message|>…``, junk in the header)
+        # would be outside every field and its text lost: it is content (its header discarded as every header is).
+        # Not a header addressed elsewhere (``rest`` stops at a recipient), nor one of the named channels.
+        known = [*h.reasoning_words, *h.content_words]
+        if known:
+            content_open += rf"|{C_free}(?!\s*{_alts(known)}\b){rest}"
         if role:
             # A message whose header names no channel (``<|start|>assistant<|message|>Answer``) is content.
             content_open += rf"|(?<={re.escape(role)}\s*){M}"

@@ -286,7 +286,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         # ``…</arg_value>\n<tool_call>g``, DSML's ``…</｜DSML｜parameter><｜DSML｜invoke name="g">``): only after a
         # value's close, so the format's own tags written inside a value stay the value's. Before, the call ran on
         # into the next one and took its arguments under its own name.
-        field["close_pattern"] += rf"|(?<={_flex(vs)}\s*)(?={without_groups(header)})"
+        # (the look ahead first: it fails at once where no header begins, the look back would read the spaces)
+        field["close_pattern"] += rf"|(?={without_groups(header)})(?<={_flex(vs)}\s*)"
     again = _call_again_in_block(t, header)
     if again and "close_pattern" in field:
         field["open_pattern"] += "|" + again[0]
