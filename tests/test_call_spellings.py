@@ -1050,6 +1050,16 @@ def test_a_call_whose_close_is_left_out_ends_before_the_next_call(first):
     assert _calls(msg) == [("f", {"a": "1"}), ("g", {"b": "2"})] and not (msg.get("content") or "").strip(), msg
 
 
+def test_the_wrappers_tags_quoted_inside_a_value_stay_the_values():
+    """The wrapper's end tag alone closes a call only right after a value's close or the element: quoted inside a
+    value, with the next call's wrapper after it, it is the value's (the first version of the rule above closed
+    the call there)."""
+    value = "The format is </tool_call>\n<tool_call> between calls."
+    text = f"<tool_call>\n<function=edit>\n<parameter=text>\n{value}\n</parameter>\n<parameter=path>\na.py\n</parameter>\n</function>\n</tool_call>"
+    msg = _parse("function-in-wrapper", text)
+    assert _calls(msg) == [("edit", {"text": value, "path": "a.py"})] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text, calls, content", [
     ('[CALL]a[ARGS]{"x": 1}b[ARGS]{"y": {"z": [2]}}', [("a", {"x": 1}), ("b", {"y": {"z": [2]}})], ""),  # the second opener left out
     ('[CALL]a[ARGS]{"x": 1}[CALL]b[ARGS]{"y": 2}', [("a", {"x": 1}), ("b", {"y": 2})], ""),  # as rendered

@@ -127,7 +127,7 @@ def _self_closing(opener: str, close: str, open_pattern: str, after: str = "") -
     return open_pattern[:-1] + rf"(?:>{after}|\s*/>)"  # (``after``: a look after the element's ``>`` only)
 
 
-def _optional_wrapper(opener: str, close: str, header: str, ends: list[str] = ()) -> tuple[str, str | None]:
+def _optional_wrapper(opener: str, close: str, header: str, ends: list[str] = (), value_end: str = "") -> tuple[str, str | None]:
     r"""A per-call opener made of a wrapper marker and an element that names the call (``<tool_call>
 
     <function=f>`` … ``</function>
@@ -135,8 +135,9 @@ def _optional_wrapper(opener: str, close: str, header: str, ends: list[str] = ()
     call on its own (Qwen3-Coder models write ``<function=f>…</function>`` bare, or lose the opening
     ``<tool_call>``; vLLM's parser reads both). (header, close pattern) with the wrapper and its end tag
     optional; the header unchanged (and None) where the opener is no such pair. The element's own close may be
-    left out too, the wrapper's end tag then closing the call where the next call's wrapper, the turn's end or
-    the text's end follows it: before, the call ran on into the next one, whose arguments it took
+    left out too, the wrapper's end tag then closing the call right after a value's close (``value_end``) or the
+    element itself, where the next call's wrapper, the turn's end or the text's end follows it (so the tags
+    quoted inside a value stay the value's): before, the call ran on into the next one, whose arguments it took
     (``{"city": "Paris", "query": "x"}`` under the first call's name, the second call gone)."""
     m = MARKER.match(opener)
     rest = opener[m.end():].lstrip() if m else ""
@@ -152,8 +153,9 @@ def _optional_wrapper(opener: str, close: str, header: str, ends: list[str] = ()
     # The end tag is taken when it follows; a stream cut inside it waits for the rest (else the call would
     # close before it and leave it to content).
     after = "|".join([lit, *literals(list(ends)), r"\Z"])
+    before = "|".join([without_groups(tail), *([_flex(value_end)] if value_end else [])])
     return (rf"(?:{lit}\s*)?" + tail,
-            rf"(?:{_flex(inner)}\s*(?:{_flex(end)}|(?!\s*(?:{cut_marker(end)})\Z))|{_flex(end)}(?=\s*(?:{after})))")
+            rf"(?:{_flex(inner)}\s*(?:{_flex(end)}|(?!\s*(?:{cut_marker(end)})\Z))|(?<=(?:{before})\s*){_flex(end)}(?=\s*(?:{after})))")
 
 
 def _call_again_in_block(t: Tools, header: str) -> tuple[str, str] | None:
@@ -239,7 +241,8 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     # elsewhere (``<tool_call>NAME\n``) a space ends the name.
     header = re.sub(r"(?<==\"?)\(\?P<name>\[\\w\.\\-/\]\+\)(?=[\">])", r"(?P<name>[\\w.\\-/]+(?: [\\w.\\-/]+)*)", header, count=1)
     # The header regex starts with the escaped opener, possibly with leading whitespace already stripped.
-    header, wrapper_close = _optional_wrapper(opener, t.call_end.strip(), header, ends) if not section else (header, None)
+    header, wrapper_close = (_optional_wrapper(opener, t.call_end.strip(), header, ends, t.arguments.value_suffix.strip())
+                             if not section else (header, None))
     if section and not _tag_like(opener):
         # A per-call opener that is no marker (``to=``) is only a call after the section start or a separator.
         alts = [_flex(section)] + ([re.escape(t.call_separator)] if t.call_separator.strip() else [])
