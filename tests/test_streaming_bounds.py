@@ -208,3 +208,14 @@ def test_prose_never_opens_a_later_json_run_call():
     assert msg["content"] == text and not msg.get("tool_calls")
     msg, _ = _stream("json-glued", 'See {"a": 1}\n{"name": "f", "parameters": {}} Here.', delta=1)
     assert msg["content"] == 'See {"a": 1}\n\nHere.' and [c["function"]["name"] for c in msg["tool_calls"]] == ["f"], msg
+
+
+def test_a_long_tagged_value_streams_without_being_held_back():
+    """A 16 KB parameter value in models/function-in-wrapper.jinja (the Qwen3-Coder shape) streams with only a marker's
+    length held back. A close alternative that began with a look back (the wrapper's end tag closing a call whose
+    element close is left out) made the regex module's partial search hold the whole value: 99.5% of it."""
+    value = "".join(f"line {i}: x = {{'k': [{i}]}} < y\n" for i in range(600))[:16000]
+    text = f"<tool_call>\n<function=write>\n<parameter=text>\n{value}\n</parameter>\n</function>\n</tool_call>"
+    msg, held = _stream("function-in-wrapper", text)
+    assert msg["tool_calls"][0]["function"]["arguments"] == {"text": value.strip()}
+    assert held < HEAD, held
