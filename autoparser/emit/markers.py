@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import regex as re
 
-from ..analysis.diff import MARKER, SPECIAL_TOKEN
+from ..analysis.diff import MARKER, SPECIAL_TOKEN, markers
 
 
 def then_space(*alternatives: str) -> str:
@@ -18,6 +18,12 @@ def then_space(*alternatives: str) -> str:
     alts = [a for a in alternatives if a]
     body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
     return body + r"\s*"
+
+
+def closing_marker(written: str) -> str:
+    """The marker ``written`` ends with, or ""."""
+    ms = markers(written)
+    return ms[-1] if ms and written.endswith(ms[-1]) else ""
 
 
 def esc(text: str) -> str:

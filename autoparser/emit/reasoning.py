@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..analysis.diff import MARKER, markers
 from ..analysis.model import Analysis
-from .markers import _flex, esc, literals, not_before, then_space
+from .markers import _flex, closing_marker, esc, literals, not_before, then_space
 
 
 LONE_CLOSE_WINDOW = 512  # how far into a reply a close with no opener makes the text before it reasoning
@@ -51,12 +51,6 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
 CALLS_AFTER_REASONING_WINDOW = 2048  # how far past a call's opener inside reasoning the calls must end the reply
 
 
-def _closing_marker(written: str) -> str:
-    """The marker ``written`` ends with, or ""."""
-    ms = markers(written)
-    return ms[-1] if ms and written.endswith(ms[-1]) else ""
-
-
 def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str:
     r"""Reasoning left open before the reply's calls: ``<think>I need the file. <tool_call>…</tool_call>`` and
     the turn's end, no ``</think>`` (vLLM's Qwen3 and Ollama's parsers end reasoning at the call). A call's
@@ -71,7 +65,7 @@ def calls_end_reasoning(a: Analysis, ends: list[str], openers: list[str]) -> str
         return ""
     # (the section's closing marker, or the last call's where the model left the section's out: ``…<｜tool▁call▁end｜>``
     # and the turn's end, as a run of calls may end, ``guard.closer_left_out``)
-    closers = [_closing_marker(x.strip()) for x in (t.section_end, t.call_end) if x.strip()]
+    closers = [closing_marker(x.strip()) for x in (t.section_end, t.call_end) if x.strip()]
     if not closers or not closers[0]:
         return ""
     closer = "|".join(esc(c) for c in dict.fromkeys(closers) if c)

@@ -285,14 +285,14 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
     if json_call and "close_pattern" in field:
         field["open_pattern"] += "|" + json_call[0]
         field["close_pattern"] += "|" + json_call[1]
-    vs = t.arguments.value_suffix.strip()
-    if _args_tagged(t) and ce and vs and "close_pattern" in field:
+    value_end = a.value_suffix.strip()
+    if _args_tagged(t) and ce and value_end and "close_pattern" in field:
         # A call whose close the model left out ends where the next call's header follows a value's close (GLM's
         # ``…</arg_value>\n<tool_call>g``, DSML's ``…</｜DSML｜parameter><｜DSML｜invoke name="g">``): only after a
         # value's close, so the format's own tags written inside a value stay the value's. Before, the call ran on
         # into the next one and took its arguments under its own name.
         # (the look ahead first: it fails at once where no header begins, the look back would read the spaces)
-        field["close_pattern"] += rf"|(?={without_groups(header)})(?<={_flex(vs)}\s*)"
+        field["close_pattern"] += rf"|(?={without_groups(header)})(?<={_flex(value_end)}\s*)"
     again = _call_again_in_block(t, header)
     if again and "close_pattern" in field:
         field["open_pattern"] += "|" + again[0]

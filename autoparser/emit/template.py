@@ -346,18 +346,9 @@ def _header_to_marker(t: Tools) -> str:
     m = _NAME_GROUP.search(t.header_pattern)
     if not m or not t.call_start.strip():
         return ""
-    rest, lit, i = t.header_pattern[m.end():], "", 0
-    while i < len(rest) and not (mk := MARKER.match(lit.lstrip())):
-        if rest[i] == "\\" and i + 1 < len(rest):
-            lit, i = lit + rest[i + 1], i + 2
-        elif rest[i] in "()[]{}?*+|^$.":
-            return ""
-        else:
-            lit, i = lit + rest[i], i + 1
+    lit = _leading_literal(t.header_pattern[m.end():])[0]
     mk = MARKER.match(lit.lstrip())
-    if not mk or lit.strip() != mk.group(0):
-        return ""
-    return _flex(t.call_start.strip()) + r"[\w.\-/]+\s*" + esc(mk.group(0))
+    return _flex(t.call_start.strip()) + r"[\w.\-/]+\s*" + esc(mk.group(0)) if mk else ""
 
 
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
@@ -479,6 +470,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # ``助手：``) ends where a call's marker opens, left to the call (zero-width); likewise where the other
         # wrapper opens, which then opens content again (``Hi <answer>x``: ``Hi`` and ``x``, no marker).
         opener = (t.section_start.strip() or t.call_start.strip()) if t.format != "NONE" and not t.headed.kind else ""
+        own_marker = call_marker(a, w_open) if opener and markers(opener) and "tool_calls" in fields else []
         if opener and markers(opener) and "tool_calls" in fields:
             # A call's marker that opens no call (a call cut off by a token limit, or one whose JSON is broken)
             # would leave its text outside every field here, where no region is implicit: the marker opens
@@ -491,7 +483,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # The call's own marker likewise, where it differs from the section's: a model may leave the section's
             # marker out (Solar Open's ``<|tool_call:begin|>…`` with no ``<|tool_calls|>``), and a call cut off
             # there left the whole reply outside every field.
-            firsts = [markers(opener)[0], *call_marker(a, w_open)]
+            firsts = [markers(opener)[0], *own_marker]
             f["open_pattern"] += "".join("|" + waits(m, [c.start.strip(), w_open.strip()]) for m in dict.fromkeys(firsts))
         elif opener and "tool_calls" in fields and (head := _header_to_marker(t)):
             # A call opener that is no marker (a recipient, ``to=read<|message|>…``): a header that opens no call
@@ -502,8 +494,7 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             f["open_pattern"] += f"|(?={own}{head})"
         ahead = [x for x in (opener if opener and markers(opener) and opener not in close else "", w_open) if x]
         # (and before the call's own marker, where a call may open without the section's: bare content before it)
-        if opener and markers(opener) and "tool_calls" in fields:
-            ahead += [m for m in call_marker(a, w_open) if not any(x.startswith(m) or m.startswith(x) for x in ahead)]
+        ahead += [m for m in own_marker if not any(x.startswith(m) or m.startswith(x) for x in ahead)]
         if close and ahead:
             f["close_pattern"] = "|".join([prefix_safe(close), *(f"(?={esc(x)})" for x in ahead)])
         elif close:

@@ -10,7 +10,7 @@ from ..analysis.model import Analysis, Tools
 from ..analysis.diff import MARKER, markers
 from ..analysis.tagged import ID as ID_SLOT
 from .guard import closer_left_out, nested_value, never_raises, value_ends_text
-from .markers import ARGS_KEYS, CALL_WINDOW, NAME, OBJECT_BEGIN, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, esc, literals, then_space, without_groups
+from .markers import ARGS_KEYS, CALL_WINDOW, NAME, OBJECT_BEGIN, SPECIAL, SPECIAL_TOKEN, _call_transform, _flex, closing_marker, esc, literals, then_space, without_groups
 from .pythonic import _pythonic
 from .tagged_calls import _tagged
 
@@ -327,8 +327,7 @@ def _call_again_after_arguments(t: Tools) -> tuple[str, str] | None:
     name there (a lookbehind to the ``}``). Before, the second call was read into the first one's arguments,
     which came back as text."""
     opener, suffix = t.call_start.strip(), t.name_suffix.strip()
-    ms = markers(suffix)
-    marker = ms[-1] if ms and suffix.endswith(ms[-1]) else ""
+    marker = closing_marker(suffix)
     # An id between the name and that marker (``b[CALL_ID]id[ARGS]{…}``, Mistral Small 3.2) may come or not.
     head, _, tail = suffix[: len(suffix) - len(marker)].partition(ID_SLOT)
     ident = rf"(?:{esc(head)}(?P<id>[^\s<>\[\]]+?))?\s*" if head and not tail.strip() and MARKER.fullmatch(head.strip()) else ""

@@ -126,8 +126,8 @@ def _variants(case: Case, a: Analysis, marks: list[str]):
                 # (a model may write the calls without it: Solar Open's ``<|tool_call:begin|>`` with no
                 # ``<|tool_calls|>``)
                 sec, own = a.tools.section_start.strip(), markers(a.tools.call_start.strip())
-                if sec and own and markers(sec) == [sec] and sec not in own and g.count(sec) == 1 and g.index(sec) < i:
-                    k = g.index(sec)
+                k = g.find(sec) if sec else -1
+                if own and markers(sec) == [sec] and sec not in own and 0 <= k < i and g.count(sec) == 1:
                     yield "call_truncated", g[:k] + g[k + len(sec):i + len(value) // 2], {}, value[: len(value) // 2]
 
 
