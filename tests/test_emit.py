@@ -498,6 +498,23 @@ def test_a_bracket_openers_end_tag_after_its_list_is_consumed(after, content):
             assert after in msg["tool_calls"][0]["function"]["arguments"]  # kept, where the user sees it
 
 
+@pytest.mark.parametrize("text, args", [
+    ('[CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c1"}', [{"city": "Paris"}]),
+    ('[CALLS] [{"name": "f", "arguments": {}, "id": "c1"}, {"name": "g", "arguments": {"q": [{"a": 1}, {"b": "}"}]}, "id": "c2"}',
+     [{}, {"q": [{"a": 1}, {"b": "}"}]}]),
+    # the last call cut inside its arguments: a whole object nested in them is no call's end; its text is kept
+    ('[CALLS][{"name": "f", "arguments": {}, "id": "c1"}, {"name": "g", "arguments": {"q": [{"a": 1}, {"b": 2}', [{}, '{"q": [{"a": 1}, {"b": 2}']),
+])
+def test_a_call_list_cut_before_its_bracket_keeps_its_whole_calls(text, args):
+    """``[CALLS][{…}, {…}`` where the text ends (a token limit between two calls, or a list the model never
+    closed): each whole call parses, one-shot and one character at a time. Before, the last call's arguments
+    came back as their text with the object's own ``}`` (``{"city": "Paris"}}``): a call that looked parsed but
+    held no arguments. A call cut inside its arguments keeps what arrived, as its text."""
+    for msg in both(template("bracket-marker-list"), text):
+        assert [c["function"]["arguments"] for c in msg["tool_calls"]] == args, msg
+        assert not msg.get("content")
+
+
 def test_a_second_list_glued_to_the_first_is_not_the_first_ones():
     """A list glued to the call list is never read into the last call's region: a JSON value is content, a list of
     call objects (a call's head, the name first) a list of calls of its own (docs/FORMATS.md §7b, a JSON call

@@ -201,6 +201,14 @@ def whole_since(opener: str, near: bool = False) -> str:
     return rf"{bound}(?<=(?:{opener})\s*(?:{nested_value()}))"
 
 
+def list_cut_since(opener: str) -> str:
+    r"""A look back, as ``whole_since(near=True)``: everything since ``opener`` is a list of whole JSON values whose
+    ``]`` has not come (``[TOOL_CALLS][{…}, {…}`` where the text ends: a token limit between two calls, or a list
+    the model never closed). Each value whole, so a ``}`` inside the last call's arguments is never its end."""
+    value = nested_value()
+    return rf"(?<=(?:{opener})[\s\S]{{0,{2 * CALL_WINDOW}}})(?<=(?:{opener})\s*\[\s*(?:(?:{value})\s*,\s*)*(?:{value}))"
+
+
 def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, str, str]:
     """(the call's opener, its close marker, the close or a turn's end, the look that decides a short call) for
     a call object between an opener and a close marker, decided within ``CALL_WINDOW`` characters: the first
@@ -492,6 +500,9 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # since the opener, near it, is one whole object)
         alone = "" if only_after_opener else ((rf"|\s*{then_space(section_end)}" if end else "")
                                               + rf"|\Z{whole_since(opener, near=True)}")
+        # (or where the text ends before the list's ``]``, every call whole: beside another spelling too, whose
+        # calls never stand in a ``[`` right after the opener)
+        alone += rf"|\Z{list_cut_since(opener)}" if not end else ""
         close = rf"{obj_end}(?:\s*{',' if only_after_opener else ',?'}\s*(?={next_call})|{last}{cut}{alone})"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}
