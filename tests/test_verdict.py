@@ -191,15 +191,22 @@ def test_an_uncovered_case_that_parses_a_call_forces_the_drop():
     assert v["tool_capabilities"]["single"] == "fail"
 
 
-@pytest.mark.parametrize("name, why", [("history-only-calls", "render only in earlier turns"), ("flat-calls", "render only in the flat shape")])
+@pytest.mark.parametrize("name, why", [("history-only-calls", "render only in earlier turns"), ("flat-calls", "render only in the flat shape"),
+                                       ("marker-without-calls", "renders a marker of its own but neither the calls' names")])
 def test_calls_the_analysis_cannot_see_are_said(name, why):
-    """Calls rendered only in earlier turns, or only in the flat {"name", "arguments"} shape, are never
-    lost silently: the verdict drops tool_calls with the reason, and the warning says it."""
+    """Calls rendered only in earlier turns, only in the flat {"name", "arguments"} shape, or not at all where
+    the turn writes a marker of its own (``[CALLS]`` and the content), are never lost silently: the verdict drops
+    tool_calls with the reason, and the warning says it. The content still parses, the marker with it in a turn
+    with calls: before, that turn's content failed the round trip and nothing was handed out (vLLM's old
+    Mistral tool template, which writes ``[TOOL_CALLS]`` and the content)."""
+    from transformers.utils.chat_parsing import parse_response
+
     res = autoparser.infer_result((ROOT / "models" / f"{name}.jinja").read_text(encoding="utf-8"))
     v = res.verdict
     assert v["status"] == "degraded" and v["dropped"] == ["tool_calls"] and why in v["first_failure"]
     assert v["tool_capabilities"]["single"] == "fail"
     assert any(why in w for w in res.warnings)
+    assert parse_response("The answer.", res.template, prefix="")["content"] == "The answer."
 
 
 def test_content_beside_a_run_of_calls_is_uncovered_and_the_field_kept():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 import re as std_re
 
 import regex as re
@@ -247,6 +248,8 @@ def _nameless(pr: Prober, r: Reasoning, log: list[str]) -> Tools:
 
 BARE_VALUES = "tool calls render only their argument values, with neither the function name nor a marker: they cannot be parsed back and arrive as content"
 HISTORY_ONLY = "tool calls render only in earlier turns (the last assistant turn drops them), so their format cannot be read from a reply: calls a model writes arrive as content"
+MARKER_ONLY = ("a turn with tool calls renders a marker of its own but neither the calls' names nor their arguments, so their "
+               "format cannot be read: calls a model writes arrive as content")
 FLAT_ONLY = ("tool calls render only in the flat shape {\"name\", \"arguments\"} (no \"function\" key), which callers do not send: "
              "the template drops standard calls, and calls a model writes arrive as content")
 
@@ -277,6 +280,17 @@ def _unseen_calls(pr: Prober, log: list[str]) -> tuple[str, ...]:
     if rendered(flat, False) or rendered(flat, True):
         log.append(f"T1 calls render only flat: {FLAT_ONLY}")
         return (FLAT_ONLY,)
+    # A turn with calls that writes a marker of its own but nothing of the calls (``[TOOL_CALLS]`` and the
+    # content): the template knows such turns, not their calls' format.
+    try:
+        with_call = pr._render(convo({"role": "assistant", "content": CONTENT, "tool_calls": [call()]}, False), tools=TOOLS)
+        base = pr._render(convo({"role": "assistant", "content": CONTENT}, False), tools=TOOLS)
+    except TemplateError:
+        return ()
+    extra = Counter(markers(with_call)) - Counter(markers(base))
+    if extra and with_call.count(FN_A) <= base.count(FN_A) and with_call.count(VAL_A) <= base.count(VAL_A):
+        log.append(f"T1 a turn with calls writes {', '.join(extra)} but none of its calls: {MARKER_ONLY}")
+        return (MARKER_ONLY,)
     return ()
 
 

@@ -174,10 +174,10 @@ def _parse(text: str, case: Case, parsing: _Parsing, stream: bool) -> tuple[dict
     return one, parsing.streamed(case.prompt, text)  # cut as verify cuts: at every delimiter
 
 
-def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: frozenset) -> str | None:
+def _judge(judge: str, exp: dict, got: dict, reasoning_field: str, fields: frozenset, calls_sent: bool = False) -> str | None:
     """None when the variant holds, else what went wrong."""
     if judge == "same":
-        res = _compare(exp, got, reasoning_field, fields - {"ids"} if any(c.get("id") is None for c in exp.get("tool_calls", [])) else fields)
+        res = _compare(exp, got, reasoning_field, fields - {"ids"} if any(c.get("id") is None for c in exp.get("tool_calls", [])) else fields, calls_sent)
         bad = [f for f, v in res.items() if v == "fail"]
         return f"{', '.join(bad)} differ" if bad else None
     if judge == "around":
@@ -214,9 +214,10 @@ def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, rea
             except Exception as e:  # noqa: BLE001 - a raise is what this stage looks for
                 results[name], why[name] = "fail", f"{case.name!r}: the parser raises {type(e).__name__}: {str(e).splitlines()[0][:100]}"
                 continue
-            bad = _judge(judge, exp, one, reasoning_field, fields)
+            sent = bool(case.source and case.source[1].get("tool_calls"))
+            bad = _judge(judge, exp, one, reasoning_field, fields, sent)
             if not bad and streamed is not one:  # one-shot only (``stream`` off): the same message, judged once
-                bad = _judge(judge, exp, streamed, reasoning_field, fields)
+                bad = _judge(judge, exp, streamed, reasoning_field, fields, sent)
             if bad:
                 results[name], why[name] = "fail", f"{case.name!r}: {bad}; text {text[:100]!r}"
             else:

@@ -319,13 +319,17 @@ def _expected(pr: Prober, a: Analysis, msgs: list[dict], m: dict, mode: dict, te
     return exp, as_reasoning
 
 
-def _compare(exp: dict, got: dict, reasoning_field: str, fields: frozenset = FIELDS) -> dict[str, str]:
+def _compare(exp: dict, got: dict, reasoning_field: str, fields: frozenset = FIELDS, calls_sent: bool = False) -> dict[str, str]:
     """Each judged field of ``got`` against ``exp``. Reasoning and tool calls the template does not parse
-    are expected in content: its text, and each call's name."""
+    are expected in content: its text, and each call's name. ``calls_sent``: the message carried calls; where
+    the template renders none of them but markup of its own for such a turn (``[TOOL_CALLS]`` and the content)
+    and no tool_calls field parses it, that markup is the calls' text and arrives in content beside it."""
     res = {}
     content = (got.get("content") or "").strip()
     spilled = [exp["thinking"]] if "thinking" in exp and "reasoning" not in fields else []
     spilled += [c["name"] for c in exp.get("tool_calls", [])] if "tool_calls" not in fields else []
+    if calls_sent and "tool_calls" not in fields and "tool_calls" not in exp and exp.get("content"):
+        spilled.append("")  # (the content within what arrived, not all of it)
     if "content" in fields and spilled:
         res["content"] = "pass" if all(x in content for x in [exp.get("content", ""), *spilled]) else "fail"
     elif "content" in fields and ("content" in exp or content):
@@ -563,12 +567,13 @@ def _check(case: Case, response_template: dict, reasoning_field: str, fields: fr
         case.status, case.error = "fail", f"{type(e).__name__}: {e}"
         case.fields = {f: "fail" for f in {FIELD_NAMES[k] if FIELD_NAMES[k] in fields else "content" for k in case.expected} & fields}
         return
-    f1 = _compare(case.expected, case.parsed, reasoning_field, fields)
-    f2 = _compare(case.expected, case.streamed, reasoning_field, fields)
+    sent = bool(case.source and case.source[1].get("tool_calls"))
+    f1 = _compare(case.expected, case.parsed, reasoning_field, fields, sent)
+    f2 = _compare(case.expected, case.streamed, reasoning_field, fields, sent)
     if case.reading is not None and "fail" in (*f1.values(), *f2.values()) and case.reading.holds():
         case.expected = case.reading.expected  # the text reads as reasoning as well: the parse may give that
-        f1 = _compare(case.expected, case.parsed, reasoning_field, fields)
-        f2 = _compare(case.expected, case.streamed, reasoning_field, fields)
+        f1 = _compare(case.expected, case.parsed, reasoning_field, fields, sent)
+        f2 = _compare(case.expected, case.streamed, reasoning_field, fields, sent)
         if "fail" not in (*f1.values(), *f2.values()):
             case.error = CONTENT_AS_REASONING  # it passes so, and the verdict's limits say that it does
     case.fields = {k: ("pass" if f1.get(k) == f2.get(k) == "pass" else "fail") for k in sorted(set(f1) | set(f2))}
