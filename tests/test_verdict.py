@@ -192,7 +192,8 @@ def test_an_uncovered_case_that_parses_a_call_forces_the_drop():
 
 
 @pytest.mark.parametrize("name, why", [("history-only-calls", "render only in earlier turns"), ("flat-calls", "render only in the flat shape"),
-                                       ("marker-without-calls", "renders a marker of its own but neither the calls' names")])
+                                       ("marker-without-calls", "renders a marker of its own but neither the calls' names"),
+                                       ("prefill-last-turn", "render only in earlier turns")])
 def test_calls_the_analysis_cannot_see_are_said(name, why):
     """Calls rendered only in earlier turns, only in the flat {"name", "arguments"} shape, or not at all where
     the turn writes a marker of its own (``[CALLS]`` and the content), are never lost silently: the verdict drops

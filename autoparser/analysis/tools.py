@@ -267,12 +267,20 @@ def _unseen_calls(pr: Prober, log: list[str]) -> tuple[str, ...]:
         return head + [tool_result(), {"role": "user", "content": USER2}] if earlier else head
 
     def rendered(c: dict, earlier: bool) -> bool:
+        # (a call's turn with no content, or with an empty one where the template reads the content as a string:
+        # ``content.strip()`` raises on None)
+        with_call = None
+        for empty in (None, ""):
+            try:
+                with_call = pr._render(convo({"role": "assistant", "content": empty, "tool_calls": [c]}, earlier), tools=TOOLS)
+                break
+            except TemplateError:
+                continue
         try:
-            with_call = pr._render(convo({"role": "assistant", "content": None, "tool_calls": [c]}, earlier), tools=TOOLS)
             base = pr._render(convo({"role": "assistant", "content": CONTENT}, earlier), tools=TOOLS)
         except TemplateError:
             return False
-        return with_call.count(FN_A) > base.count(FN_A) and VAL_A in with_call
+        return with_call is not None and with_call.count(FN_A) > base.count(FN_A) and VAL_A in with_call
 
     if rendered(call(), True):
         log.append(f"T1 calls render only in earlier turns: {HISTORY_ONLY}")
