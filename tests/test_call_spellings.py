@@ -251,6 +251,25 @@ def test_a_name_keyed_call_list_may_leave_out_its_section_end(text, content):
     assert isinstance(_calls(msg)[0][1], dict), msg
 
 
+@pytest.mark.parametrize("text, calls, content", [
+    ('The data is [{"a": 1}, {"b": 2}] in JSON.', [], 'The data is [{"a": 1}, {"b": 2}] in JSON.'),
+    ('Use {"x": {"y": 1}}, {"z": {"w": 2}} here.', [], 'Use {"x": {"y": 1}}, {"z": {"w": 2}} here.'),
+    ('<|calls|>[{"get_weather": {"city": "Paris"}}, {"get_time": null}]<|/calls|>', [WEATHER, ("get_time", None)], ""),
+    ('<|calls|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|/calls|>', [], None),
+])
+def test_a_name_keyed_call_opens_only_in_its_list_and_on_an_object(text, calls, content):
+    """A later name-keyed call opens only where the previous call's close left the parser, and a call's value is its
+    arguments object (or ``null``): ``, {"b": 2}`` in an answer's JSON made a call ``b`` whose text was its
+    arguments (Apertus: every answer holding a list of JSON objects), and a JSON call object written in the list made
+    a call named ``name``. Both are text now, where the user sees them."""
+    msg = _parse("json-name-key", text)
+    assert _calls(msg) == calls, msg
+    if content is not None:
+        assert (msg.get("content") or "") == content, msg
+    else:
+        assert "get_weather" in json.dumps(msg), msg  # kept where the user sees it
+
+
 @pytest.mark.parametrize("text, calls", [
     ('<|calls|>{"get_weather": {"city": "Paris"}}<|/calls|><|eot|>', [WEATHER]),
     ('<|calls|>{"get_time": {}}<|/calls|>', [("get_time", {})]),
@@ -575,6 +594,22 @@ def test_special_tokens_around_a_bare_call_list_are_no_text(text, content):
     msg = _parse("pythonic-bare", text)
     assert _calls(msg) == [("get_weather", {"city": "Paris"})]
     assert msg.get("content") == content
+
+
+@pytest.mark.parametrize("text, calls", [
+    ("Use [int(x) for x in parts] here.", []),  # a positional argument: Python in prose, not a call
+    ("`[str(i) for i in range(3)]`", []),
+    ('[get_weather(city="Paris"), get_time()]', [("get_weather", {"city": "Paris"}), ("get_time", {})]),
+    ("[get_weather( city='Paris')]", [("get_weather", {"city": "Paris"})]),
+])
+def test_a_pythonic_call_passes_its_arguments_by_keyword(text, calls):
+    """The format passes arguments by keyword: a bracketed ``name(`` followed by anything but ``)`` or a keyword is
+    Python a model quotes (a list comprehension), which stays content whole. Before, it opened a call whose text,
+    read for ``key=value`` pairs, reached no field: ``x) for x in parts] here.`` was lost."""
+    msg = _parse("pythonic-bare", text)
+    assert _calls(msg) == calls, msg
+    if not calls:
+        assert msg.get("content") == text, msg
 
 
 @pytest.mark.parametrize("text, content", [

@@ -128,6 +128,11 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     parsing quadratic in prose (0.01 MB/s on 25 KB with commas)."""
     warnings = ["pythonic True/False/None come back as strings unless tools= is passed to the parser (then they are cast by the tool schema)"]
     name = r"(?P<name>[A-Za-z_][\w.\-]*)" + re.escape(t.name_suffix)
+    if t.name_suffix == "(" and t.call_end == ")":
+        # The format passes its arguments by keyword: a call's parenthesis is closed at once or opens a keyword
+        # (``f()``, ``f(a=``). A positional argument is Python in prose or code (``[int(x) for x in s]``), not a
+        # call: before, it opened one whose text, read for ``key=value`` pairs, reached no field of the message.
+        name += r"(?=\s*(?:\)|[A-Za-z_]\w*\s*=))"
     sec, sec_end = t.section_start.strip(), t.section_end.strip()
     # Calls one per line (the template's separator is whitespace: OLMo 3, MiniCPM 3) are written so by
     # models too, or as a Python list with commas; a comma alone is what a list literal allows.

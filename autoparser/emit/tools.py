@@ -42,9 +42,14 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
         # parser reads ``<|tools_prefix|>{"f": {}}<|tools_suffix|>``): the list's brackets are optional there.
         bracket, alone = (r"\[?", rf"|\s*{close_tail}\s*") if sec and close_tail else (r"\[", "")
         field = {
-            "open_pattern": rf"(?:{sec}\s*{bracket}\s*|,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*",
+            # A later call opens only where the previous one's close left the parser (``\G``, before its comma), and
+            # every call's value is its arguments object (or ``null``, none): ``, {"b": 2}`` in an answer's JSON opened
+            # a call ``b``.
+            # (In prose the parser never resumes between a ``}`` and its comma: the last alternative, which never matches,
+            # is pending from the ``}`` until the key's colon, as ``pythonic`` holds from a call's ``)``.)
+            "open_pattern": rf"(?:{sec}\s*{bracket}\s*|\G,\s*)\{{\s*\"(?P<name>[^\"]+)\"\s*:\s*(?=\{{|null\b)|\}}\s*,\s*\{{\s*\"[^\"]*\"\s*:\s*(?!)",
             # The next call is ``, {"name": {`` : an object inside the arguments rarely looks like that.
-            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|\]\s*(?={finals}){alone}|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*\{{))",
+            "close_pattern": rf"\}}\s*(?:\]\s*{close_tail}\s*|\]\s*(?={finals}){alone}|(?=,\s*\{{\s*\"[^\"]+\"\s*:\s*(?:\{{|null\b)))",
             "repeats": True,
             "content": "json",
             "transform": _call_transform("{name}", "{content}", None),
