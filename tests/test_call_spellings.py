@@ -251,6 +251,23 @@ def test_a_name_keyed_call_list_may_leave_out_its_section_end(text, content):
     assert isinstance(_calls(msg)[0][1], dict), msg
 
 
+@pytest.mark.parametrize("text, args", [
+    ('<call>{"arguments": {"city": "Paris"}, "name": "get_weather"}</call><|end|>', {"city": "Paris"}),  # as rendered
+    ('<call>{"arguments": {"city": "Paris"}, "name": "get_weather"}', {"city": "Paris"}),  # the close never comes
+    ('<call>{"arguments": {"city": "Paris"}, "name": "get_weather"}\n', {"city": "Paris"}),
+    ('<call>{"name": "get_weather", "arguments": {"city": "Paris", "at": {"h": 9}}}', {"city": "Paris", "at": {"h": 9}}),
+    ('<call>{"arguments": {"city": "Par', '{"city": "Par'),  # cut inside the arguments: what arrived, as text
+])
+def test_a_keyed_call_object_whose_close_never_comes_ends_with_its_object(text, args):
+    """``<call>{"arguments": {…}, "name": "f"}`` and the text ends (vLLM's Hermes template writes the arguments first;
+    a model that stops before ``</call>``, or an engine that strips it): the call ends at its object's ``}`` where
+    everything since the opener is that whole object. Before, the arguments came back as their text with the object's
+    own ``}`` (``{"city": "Paris"}}``), a call that looked parsed but held no arguments."""
+    msg = _parse("json-args-first", text)
+    assert _calls(msg) == [("get_weather", args)] if not isinstance(args, str) else [c[1] for c in _calls(msg)] == [args], msg
+    assert not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text, calls, content", [
     ('The data is [{"a": 1}, {"b": 2}] in JSON.', [], 'The data is [{"a": 1}, {"b": 2}] in JSON.'),
     ('Use {"x": {"y": 1}}, {"z": {"w": 2}} here.', [], 'Use {"x": {"y": 1}}, {"z": {"w": 2}} here.'),

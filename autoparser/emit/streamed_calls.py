@@ -510,7 +510,10 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         marks = "".join(re.escape(m.strip()[0]) for m in sorted({*ends, *_openers(t, start)}) if m.strip())
         # The next call's opener first; text on a new line is content only when it is no marker's start.
         open_ends = rf"\s*(?={nxt})|\s*(?=" + "|".join([*turn_ends, r"\Z"]) + rf")|(?=[ \t]*\n\s*[^\s,}}\]{marks}])"
-        close = rf"{obj_end}\s*{then_space(section_end)}" if end else rf"{obj_end}(?:{open_ends})"
+        # (a call whose close marker never comes: its object's ``}`` where only whitespace follows to the text's end,
+        # when everything since the opener is that one whole object, as ``_json_whole`` reads a call left open)
+        left_open = rf"|{obj_end}(?=\s*\Z){whole_since(opener, near=True)}" if not only_after_opener else ""
+        close = rf"{obj_end}\s*{then_space(section_end)}{left_open}" if end else rf"{obj_end}(?:{open_ends})"
     if turn_ends and not only_after_opener:
         close += rf"|(?<=[}}\]])\s*(?={'|'.join(turn_ends)})"  # a call cut before its object's end
     # Empty defaults before the patterns' own captures (the ``regex`` module keeps a name's last capture).
