@@ -143,6 +143,27 @@ def test_a_bare_json_call_may_stand_in_a_markdown_fence(text, content):
     assert _calls(msg) == [("get_weather", {"city": "Paris"})] and (msg.get("content") or "").strip() == content, msg
 
 
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "get_weather", "parameters": {"city": "Paris"}}</tool_call><tool_call>{"name": "get_time", "parameters": {}}</tool_call>',
+    '<call>{"name": "get_weather", "parameters": {"city": "Paris"}}</call> <call>{"name": "get_time", "parameters": {}}</call><|/turn|>',
+])
+def test_bare_json_calls_in_wrappers_of_their_own_on_one_line_are_two_calls(text):
+    """Calls a model wraps in a tag the template never writes (Hermes' ``<tool_call>`` around Llama 3's bare JSON), the
+    second right after the first's end tag on the same line: the end tag closes the first call where an opening tag and
+    an object's first key follow, a quote no JSON string holds unescaped. Before, the first call's arguments ran on
+    through the second call, one call whose arguments were their text."""
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == [("get_weather", {"city": "Paris"}), ("get_time", {})], msg
+    assert not (msg.get("content") or "").strip(), msg
+
+
+def test_an_end_tag_and_a_tag_inside_a_string_argument_close_nothing():
+    html = '<p>{x}</p><b>{"y": 1}</b>'  # inside a JSON string its quotes are escaped: no object's first key
+    text = json.dumps({"name": "write", "parameters": {"html": html}})
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == [("write", {"html": html})], msg
+
+
 def test_a_fenced_call_after_text_is_a_call():
     """The call object describes itself: after text too, fenced or not, it is a call and the text content
     (FORMATS.md §7b, a JSON call recognised by its shape)."""

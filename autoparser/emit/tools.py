@@ -141,9 +141,11 @@ SAME_LINE_TEXT = r"(?=[A-Za-z]|[ \t]+[A-Z])"
 # ``</function>``: a function tag's object is the arguments themselves (``FUNCTION_TAG``), whose last ``}`` is no call
 # object's. The template's own close, earlier in the alternation at the same place, wins. A closing special token
 # (``<|/tool_call|>``, the close of a token the model opened the call with, ``FENCE_OPEN``) is such an end tag too.
+# The next call's wrapper may follow on the same line (``</tool_call><tool_call>{"name": …``): an opening tag then an
+# object's first key, whose quote no JSON string holds unescaped, so no string argument closes there.
 END_TAG = (r"\s*(?:</(?!function>)[A-Za-z][\w:.\-]{0,64}>|<\|/[^<>|\s]{1,64}\|>)"
            rf"(?:\s*```[ \t]*(?=\s*(?:\n|\Z|{SPECIAL_TOKEN}))|[ \t]*(?=\n\s*(?:[^\s`]|`(?:[^`]|`[^`])))|\s*\Z"
-           rf"|(?=[ \t]*(?:{SPECIAL_TOKEN})))")
+           rf"|(?=[ \t]*(?:{SPECIAL_TOKEN}))|[ \t]*(?=<[A-Za-z][\w:.\-]{{0,64}}>\s*(?:\[\s*)?\{{\s*\"))")
 
 
 def _call_head(t: Tools, capture: bool = True, args: str | None = None) -> tuple[str, str]:
