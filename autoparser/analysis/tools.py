@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections import Counter
 import re as std_re
+from collections import Counter
 
 import regex as re
 

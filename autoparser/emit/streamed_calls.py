@@ -191,22 +191,22 @@ def _either_key(t: Tools) -> bool:
 EXTRA_BRACES = 8
 
 
-def whole_since(opener: str, near: bool = False) -> str:
-    r"""A look back: everything since ``opener`` is one whole JSON value (nested at most ``VALUE_DEPTH`` deep).
-    ``near``: the opener within ``2 * CALL_WINDOW`` characters first, for a look behind ``\Z``: a stream's text ends
-    at every delta, and one that ends right after a ``}`` inside a string (code: ``print({'a': 1})``) ran the look
-    back over the whole call each time (quadratic in a long argument). A call alone longer than that which ends
-    the text keeps its object's ``}`` in its arguments' text."""
+def whole_since(opener: str, near: bool = False, value: str = "") -> str:
+    r"""A look back: everything since ``opener`` is one whole JSON value (nested at most ``VALUE_DEPTH`` deep), or
+    ``value`` where given. ``near``: the opener within ``2 * CALL_WINDOW`` characters first, for a look behind ``\Z``: a
+    stream's text ends at every delta, and one that ends right after a ``}`` inside a string (code: ``print({'a':
+    1})``) ran the look back over the whole call each time (quadratic in a long argument). A call alone longer than
+    that which ends the text keeps its object's ``}`` in its arguments' text."""
     bound = rf"(?<=(?:{opener})[\s\S]{{0,{2 * CALL_WINDOW}}})" if near else ""
-    return rf"{bound}(?<=(?:{opener})\s*(?:{nested_value()}))"
+    return rf"{bound}(?<=(?:{opener})\s*(?:{value or nested_value()}))"
 
 
-def list_cut_since(opener: str) -> str:
-    r"""A look back, as ``whole_since(near=True)``: everything since ``opener`` is a list of whole JSON values whose
-    ``]`` has not come (``[TOOL_CALLS][{…}, {…}`` where the text ends: a token limit between two calls, or a list
-    the model never closed). Each value whole, so a ``}`` inside the last call's arguments is never its end."""
-    value = nested_value()
-    return rf"(?<=(?:{opener})[\s\S]{{0,{2 * CALL_WINDOW}}})(?<=(?:{opener})\s*\[\s*(?:(?:{value})\s*,\s*)*(?:{value}))"
+def list_cut(opener: str) -> str:
+    r"""``whole_since(near=True)`` over a list whose ``]`` has not come: ``[`` and whole JSON values (``[TOOL_CALLS][{…},
+    {…}`` where the text ends: a token limit between two calls, or a list the model never closed). Each value whole,
+    so a ``}`` inside the last call's arguments is never its end."""
+    v = nested_value()
+    return whole_since(opener, near=True, value=rf"\[\s*(?:(?:{v})\s*,\s*)*(?:{v})")
 
 
 def _window(t: Tools, start: str, end: str, ends: list[str]) -> tuple[str, str, str, str]:
@@ -502,7 +502,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
                                               + rf"|\Z{whole_since(opener, near=True)}")
         # (or where the text ends before the list's ``]``, every call whole: beside another spelling too, whose
         # calls never stand in a ``[`` right after the opener)
-        alone += rf"|\Z{list_cut_since(opener)}" if not end else ""
+        alone += rf"|\Z{list_cut(opener)}" if not end else ""
         close = rf"{obj_end}(?:\s*{',' if only_after_opener else ',?'}\s*(?={next_call})|{last}{cut}{alone})"
     else:
         field = {"open_pattern": rf"{opener}\s*{head}"}

@@ -214,10 +214,9 @@ def check(cases: list[Case], template: dict, a: Analysis, fields: frozenset, rea
             except Exception as e:  # noqa: BLE001 - a raise is what this stage looks for
                 results[name], why[name] = "fail", f"{case.name!r}: the parser raises {type(e).__name__}: {str(e).splitlines()[0][:100]}"
                 continue
-            sent = bool(case.source and case.source[1].get("tool_calls"))
-            bad = _judge(judge, exp, one, reasoning_field, fields, sent)
+            bad = _judge(judge, exp, one, reasoning_field, fields, case.calls_sent)
             if not bad and streamed is not one:  # one-shot only (``stream`` off): the same message, judged once
-                bad = _judge(judge, exp, streamed, reasoning_field, fields, sent)
+                bad = _judge(judge, exp, streamed, reasoning_field, fields, case.calls_sent)
             if bad:
                 results[name], why[name] = "fail", f"{case.name!r}: {bad}; text {text[:100]!r}"
             else:

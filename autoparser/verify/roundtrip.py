@@ -68,6 +68,11 @@ class Case:
     source: tuple = field(default=(), repr=False, compare=False)  # (msgs, message, mode) to re-render
     reading: "_Reading | None" = field(default=None, repr=False, compare=False)  # another reading of the same text
 
+    @property
+    def calls_sent(self) -> bool:
+        """Whether the message the case renders carries tool calls (``_compare``)."""
+        return bool(self.source and self.source[1].get("tool_calls"))
+
 
 class _Reading:
     """The message the text also reads as when the template renders the content where it renders reasoning
@@ -566,7 +571,7 @@ def _check(case: Case, response_template: dict, reasoning_field: str, fields: fr
         case.status, case.error = "fail", f"{type(e).__name__}: {e}"
         case.fields = {f: "fail" for f in {FIELD_NAMES[k] if FIELD_NAMES[k] in fields else "content" for k in case.expected} & fields}
         return
-    sent = bool(case.source and case.source[1].get("tool_calls"))
+    sent = case.calls_sent
     f1 = _compare(case.expected, case.parsed, reasoning_field, fields, sent)
     f2 = _compare(case.expected, case.streamed, reasoning_field, fields, sent)
     if case.reading is not None and "fail" in (*f1.values(), *f2.values()) and case.reading.holds():
