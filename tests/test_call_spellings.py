@@ -400,6 +400,32 @@ def test_a_run_of_bare_json_calls_reads_the_arguments_under_either_key():
     assert _calls(msg) == [WEATHER, ("get_time", {})] and not msg.get("content"), msg
 
 
+@pytest.mark.parametrize("name, text, calls", [
+    ("json-bare", '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>', [WEATHER]),
+    ("json-bare", '{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "get_time", "arguments": {}}<|eom_id|>',
+     [WEATHER, ("get_time", {})]),
+    ("json-bare", '[{"name": "get_weather", "parameters": {"city": "Paris"}}] <|end|>', [WEATHER]),
+    ("json-glued", '{"name": "get_weather", "parameters": {"city": "Paris"}}{"name": "get_time", "parameters": {}}<|eom_id|>',
+     [WEATHER, ("get_time", {})]),
+])
+def test_a_special_token_the_template_does_not_write_after_a_bare_call_ends_it(name, text, calls):
+    """A special token right after a markerless call's last ``}`` (``<|eom_id|>``, which Llama 3.x models end a turn
+    with calls with and Llama 3.2's template never writes; another family's end of turn) ends the call: no JSON
+    value goes on with ``<|``. The token is text after the call, in content. Fails on the commit before: the
+    arguments ran on through the token and came back as their text."""
+    msg = _parse(name, text)
+    token = text[text.rindex("<|"):]
+    assert _calls(msg) == calls and (msg.get("content") or "").strip() == token, msg
+
+
+def test_a_special_token_inside_a_bare_calls_string_argument_stays_the_argument():
+    """Only a token right after the object's ``}`` ends the call: inside a string argument it is the argument."""
+    args = {"code": "x = {'a': 1}<|eom_id|> done", "n": 2}
+    text = json.dumps({"name": "run", "parameters": args})
+    msg = _parse("json-bare", text)
+    assert _calls(msg) == [("run", args)] and not msg.get("content"), msg
+
+
 @pytest.mark.parametrize("text", [
     '<tool_call>{"name": "get_weather", "parameters": {city: Paris}}</tool_call>',  # not JSON
     '<tool_call>{"name": "get_weather", "options": {"city": "Paris"}}</tool_call>',  # no arguments key

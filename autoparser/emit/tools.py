@@ -130,6 +130,16 @@ NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 # either makes the look back over the arguments run, so only these two shapes, rare inside arguments (code writes
 # ``} else``, ``});``), try it.
 SAME_LINE_TEXT = r"(?=[A-Za-z]|[ \t]+[A-Z])"
+# A special token right after a call's last ``}`` where the template writes none (``<|eom_id|>``, the end of a
+# message with calls that Llama 3.2's template never writes, kept by an engine that keeps special tokens; another
+# family's end of turn): no JSON value goes on with ``<|``, so the call ends there and the token is text after it,
+# where before the arguments ran on through it as their text. Not a token the template writes before every call
+# (``<|python_tag|>``): there the separator's alternative reads the next call.
+def token_after(lead: str = "") -> str:
+    not_lead = rf"(?!{esc(lead.strip())})" if lead.strip() and SPECIAL.fullmatch(lead.strip()) else ""
+    return rf"(?=\s*{not_lead}(?:{SPECIAL_TOKEN}))"
+
+
 # A whole end tag after a call object's ``}`` (``</tools>``, ``</tool_call>`` around a bare call where the template writes
 # no such wrapper): the wrapper's close, consumed with a fence's end after it (``FENCE_OPEN``). Only where the tag ends
 # its line or the text, or stands before a special token: a raw newline never stands inside a JSON string, so
@@ -269,6 +279,7 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
         "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{arr}{head}|\G(?<=\}}{sep}){head}{anywhere}{shaped}|\}}{sep}{loose_head}(?!))",
         "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}{arr_end}\s*(?:```\s*)?(?={finals})"
                           rf"|{obj_end}{arr_end}[ \t]*(?:```[ \t]*)?(?=\n\s*[^\s,}}\]{{\"`;<{lead_first}])|{obj_end}{arr_end}(?=[ \t]+[A-Z])"
+                          rf"|{obj_end}{arr_end}\s*(?:```\s*)?{token_after(t.call_lead)}"
                           # (a fence's end after the call, on its own line, then text: the fence is the call's)
                           rf"|{obj_end}{arr_end}\s*```[ \t]*"
                           # (a whole end tag after the object: a wrapper the template does not write, ``</tool_call>``)
@@ -315,7 +326,7 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
         "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{lead}{head}",
         # (a call after text may have text after it too: on a new line, or a capital after a space, as bare calls)
         "close_pattern": (rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")"
-                          + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z]))"),
+                          + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z])|{token_after(t.call_lead)})"),
         "repeats": True,
         "content": "json",
         "transform": _call_transform("{name}", "{content}", None),
