@@ -102,13 +102,17 @@ def _resolve(model: str, template_name: str | None):
     return resolve(model, name=template_name)
 
 
-def analyse(template: str, special_tokens: dict, where: str, verify: bool, reasoning_field: str) -> dict:
-    """Infer (and verify) one template; a plain dict so it crosses process boundaries. Never raises."""
+def analyse(template: str, special_tokens: dict, where: str, verify: bool, reasoning_field: str,
+            plain: str | None = None, name: str | None = None) -> dict:
+    """Infer (and verify) one template (a tools template with the default it must also read: ``plain``, as
+    ``pipeline.infer_source``); a plain dict so it crosses process boundaries. Never raises."""
     t0 = time.monotonic()
     try:
-        from .pipeline import infer_result
+        from .pipeline import infer_source
+        from .sources.local import TemplateSource
 
-        res = infer_result(template, special_tokens, where=where, reasoning_field=reasoning_field, verify=verify)
+        src = TemplateSource(template, special_tokens, where, name, plain=plain)
+        res, _ = infer_source(src, reasoning_field=reasoning_field, verify=verify)
     except VerificationError as e:
         return {"ok": False, "refused": True, "error": _one_line(e), "verdict": e.verdict}
     except AutoparserError as e:
@@ -384,7 +388,7 @@ def _process(todo: list[Item], outdir: Path | None, args, progress: Progress, st
 
     def submit(src, h):
         stats["analysed"] += 1
-        job = (src.template, src.special_tokens, src.where, not args.no_verify, args.reasoning_field)
+        job = (src.template, src.special_tokens, src.where, not args.no_verify, args.reasoning_field, src.plain, src.name)
         if cpu is None:
             fut: Future = Future()
             fut.set_result(analyse(*job))
@@ -403,7 +407,8 @@ def _process(todo: list[Item], outdir: Path | None, args, progress: Progress, st
                     it = resolving.pop(fut)
                     try:
                         src = fut.result()
-                        h = template_hash(src.template, src.special_tokens)
+                        # (a tools template checked against its default is one analysis with both)
+                        h = template_hash(src.template if src.plain is None else f"{src.template}\0default\0{src.plain}", src.special_tokens)
                     except AutoparserError as e:
                         it.rec.update(status="failed", verdict="failed", error=e.message if e.where == it.model else _one_line(e))
                         progress.step(it)

@@ -159,6 +159,17 @@ def _refuse(entry: dict, where: str | None) -> dict:
                                 where, copy.deepcopy(entry["verdict"]))
     return entry
 
+def source_entry(src, *, reasoning_field: str = "thinking"):
+    """(the cache entry, the source it is for) as ``pipeline.infer_source`` chooses between a source's tools
+    template and its default (``pipeline.prefer_tools``); each template's entry from the cache."""
+    from .pipeline import prefer_tools
+
+    def entry(s):
+        return cached_entry(s.template, s.special_tokens, where=s.where, reasoning_field=reasoning_field)
+
+    return prefer_tools(src, entry, lambda e: e["response_template"], reasoning_field)
+
+
 def cached_infer(chat_template: str, special_tokens: dict | None = None, *, where: str | None = None,
                  reasoning_field: str = "thinking") -> dict:
     """The response_template for a chat template, from the cache when possible (a fresh copy each call)."""

@@ -76,23 +76,44 @@ def _stop_tokens(tokenizer, eos_token: str | None) -> str | None:
     return stop_tokens_from(gen, ids, eos_token)
 
 
+def _source(tokenizer):
+    """The tokenizer's chat template as a source, or None when it has none: of named templates, the one
+    transformers renders requests with tools with (``sources.local.TOOLS_TEMPLATE``), the default kept to check
+    against, as the CLI reads a model directory."""
+    from .sources.local import TOOLS_TEMPLATE, TemplateSource, with_tools_template
+
+    template = getattr(tokenizer, "chat_template", None)
+    where = str(getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__)
+    named = template if isinstance(template, dict) else {}
+    template = named.get("default") if named else template
+    tools = named.get(TOOLS_TEMPLATE)
+    if not isinstance(tools, str) or not tools.strip():
+        tools = None
+    if not isinstance(template, str) or not template.strip():
+        template = None
+    if template is None and tools is None:
+        return None
+    src = TemplateSource(template or tools, _special_tokens(tokenizer), where)
+    return with_tools_template(src, tools, where) if tools is not None else src
+
+
 def attach(tokenizer):
     """Set ``tokenizer.response_template`` from its chat template unless it already has one; returns it."""
     try:
         if getattr(tokenizer, "response_template", None) is not None:
             return tokenizer
-        template = getattr(tokenizer, "chat_template", None)
-        if isinstance(template, dict):
-            template = template.get("default")
-        if not isinstance(template, str) or not template.strip():
+        src = _source(tokenizer)
+        if src is None:
             return tokenizer
         import copy
 
-        from .cache import cached_entry
+        from .cache import source_entry
         from .verify.verdict import describe
 
-        where = getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
-        entry = cached_entry(template, _special_tokens(tokenizer), where=str(where))
+        where = src.where
+        entry, used = source_entry(src)
+        for note in used.notes if used is not src and not _quiet else ():  # the default analysed in place of the tools template
+            logger.warning("autoparser: %s: %s", where, note)
         template = copy.deepcopy(entry["response_template"])
         if _served:  # vLLM and SGLang refuse ``join`` on text fields, and join region chunks themselves
             from .emit import served

@@ -87,7 +87,7 @@ def choose(engine: str, model: str, argv=()) -> tuple[dict | None, str, object]:
     """(response_template or None, why in a few words, analysis or None) as the engine's tokenizer will
     have it: the one the model ships, else the hook's (verified, cached, so the engine's processes read
     the same entry)."""
-    from .cache import cached_entry
+    from .cache import source_entry
     from .sources.hub import resolve
     from .verify.verdict import describe
 
@@ -101,7 +101,7 @@ def choose(engine: str, model: str, argv=()) -> tuple[dict | None, str, object]:
     if src.response_template is not None:
         return src.response_template, "ships its own response_template (kept)", None
     try:
-        entry = cached_entry(src.template, src.special_tokens, where=src.where)
+        entry, src = source_entry(src)
     except AutoparserError as e:
         return None, f"no response_template ({e.message}): tool calls and reasoning arrive as content", None
     analysis = None
@@ -116,7 +116,8 @@ def choose(engine: str, model: str, argv=()) -> tuple[dict | None, str, object]:
     from .emit import served
 
     # what the engine's processes attach (``hook``, served): the form its validator accepts
-    return served(entry["response_template"]), f"response_template inferred, {describe(entry['verdict'])}", analysis
+    named = f" from its {src.name!r} template" if src.name else ""
+    return served(entry["response_template"]), f"response_template inferred{named}, {describe(entry['verdict'])}", analysis
 
 
 def plan(engine: str, model: str, argv=()) -> Plan:

@@ -20,6 +20,7 @@ from .emit import emit
 from .errors import AnalysisError, AutoparserError, VerificationError, without_frames
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
+from .sources.local import TemplateSource
 from .verify import roundtrip
 from .verify.capabilities import rejudge_uncovered
 from .verify.verdict import describe, judge as judge_report, reconcile, settle
@@ -128,6 +129,59 @@ def _spells(source: str, name: str) -> bool:
     """Whether ``source`` holds ``name`` as a whole word. The pattern starts with the name, so the regex
     module scans for it as a literal (``\\bname\\b`` was tried at every position: 3.6 ms per corpus pass)."""
     return re.search(rf"{name}(?<!\w{name})(?!\w)", source) is not None
+
+
+# The probe messages a request without tools gets: text, and reasoning with it.
+PLAIN_REPLIES = ("content", "awkward content", "reasoning + content")
+
+
+def infer_source(src: TemplateSource, *, reasoning_field: str = "thinking", workarounds_dir: str | None = None,
+                 verify: bool = True) -> tuple[Result, TemplateSource]:
+    """``infer_result`` for a source, and the source whose template was analysed (``prefer_tools``)."""
+    def infer(s: TemplateSource) -> Result:
+        return infer_result(s.template, s.special_tokens, where=s.where, reasoning_field=reasoning_field,
+                            workarounds_dir=workarounds_dir, verify=verify)
+
+    if not verify:  # nothing to check the default's replies with
+        return infer(src), src
+    res, used = prefer_tools(src, infer, lambda r: r.template, reasoning_field)
+    return (res if used is src else dataclasses.replace(res, warnings=(*res.warnings, *used.notes))), used
+
+
+def prefer_tools(src: TemplateSource, infer, template_of, reasoning_field: str = "thinking"):
+    """(what ``infer`` gives for the source's template, the source it was given). Where the source chose its
+    tools template over a default one (``TemplateSource.plain``), that template's parser must also read the
+    replies the default renders (requests without tools): checked on the default's own renderings. Where it
+    does not, or the tools template gives no parser, the default is analysed instead, and the source returned
+    says in its notes that calls (rendered only by the tools template) are not covered. ``template_of``: the
+    response_template in what ``infer`` gives (a ``Result``, a cache entry)."""
+    try:
+        got = infer(src)
+    except AutoparserError as e:
+        if src.plain is None:
+            raise
+        got, why = None, f"it gives no parser: {e.message}"
+    if src.plain is None:
+        return got, src
+    if got is not None:
+        why = plain_replies_fail(src.plain, template_of(got), src.special_tokens, reasoning_field)
+        if why is None:
+            return got, src
+        why = f"its parser does not read the replies the 'default' template renders: {why}"
+    said = f"the {src.name!r} template: {why}; analysed 'default', whose parser covers no call {src.name!r} renders (--template {src.name} for those)"
+    plain = dataclasses.replace(src, template=src.plain, name="default", plain=None, notes=(said,))
+    return infer(plain), plain
+
+
+def plain_replies_fail(plain: str, response_template: dict, special_tokens: dict | None, reasoning_field: str = "thinking") -> str | None:
+    """Why ``response_template`` does not read the replies template ``plain`` renders to requests without tools
+    (text, reasoning), in one line; None when it does."""
+    messages = [(n, m) for n, m in roundtrip.probe_messages() if n in PLAIN_REPLIES]
+    try:
+        report = verify(plain, response_template, special_tokens, messages=messages, reasoning_field=reasoning_field)
+    except AutoparserError as e:
+        return f"the 'default' template itself: {e.message}"
+    return report.reason()
 
 
 def infer(chat_template: str, **special_tokens: str) -> dict:

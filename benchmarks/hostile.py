@@ -50,6 +50,9 @@ def _config(chat_template) -> str:
 
 
 _NAMED = [{"name": "default", "template": CHATML}, {"name": "tool_use", "template": TOOLS_CHATML}]
+# A tools template that writes the default's turns (and the tools in a system turn): its parser reads both.
+_WITH_TOOLS = "{% if tools %}<|im_start|>system\n{{ tools | tojson }}<|im_end|>\n{% endif %}" + CHATML
+_NAMED_ALIKE = [{"name": "default", "template": CHATML}, {"name": "tool_use", "template": _WITH_TOOLS}]
 _BAD_WORKAROUND = '{"name": "x", "why": "y", "match": ["<|im_start|>"], "set": {"reasoning.end": 5}}'
 
 CASES: list[Case] = [
@@ -63,12 +66,14 @@ CASES: list[Case] = [
          ("tokenizer_config.json",), expect="got int", where="tokenizer_config.json"),
     Case("cfg-dict", "tokenizer_config.json, chat_template: {…}", {"tokenizer_config.json": _config({"default": CHATML})},
          ("tokenizer_config.json",), expect="got dict", where="tokenizer_config.json"),
-    Case("cfg-list-default", "named templates, no --template (picks default)", {"tokenizer_config.json": _config(_NAMED)},
-         ("tokenizer_config.json",), expect=None),
+    Case("cfg-list-default", "named templates, --template default", {"tokenizer_config.json": _config(_NAMED)},
+         ("tokenizer_config.json", "--template", "default"), expect=None),
+    Case("cfg-list-alike", "named templates, no --template (tool_use, which reads default's replies too)",
+         {"tokenizer_config.json": _config(_NAMED_ALIKE)}, ("tokenizer_config.json",), expect=None),
     Case("cfg-list-tool-use", "named templates, --template tool_use", {"tokenizer_config.json": _config(_NAMED)},
          ("tokenizer_config.json", "--template", "tool_use"), expect=None),
-    Case("cfg-list-no-default", "named templates, none named default", {"tokenizer_config.json": _config(_NAMED[1:])},
-         ("tokenizer_config.json",), expect="no chat template named 'default'", where="tokenizer_config.json"),
+    Case("cfg-list-no-default", "named templates, none named default (tool_use, as transformers with tools)",
+         {"tokenizer_config.json": _config(_NAMED[1:])}, ("tokenizer_config.json",), expect=None),
     Case("cfg-list-unknown", "named templates, --template nope", {"tokenizer_config.json": _config(_NAMED)},
          ("tokenizer_config.json", "--template", "nope"), expect="no chat template named 'nope'", where="tokenizer_config.json"),
     Case("cfg-list-malformed", "named templates, entry without template",

@@ -34,7 +34,8 @@ CASES = {c.name: c for c in hostile.CASES}
 CLI_SECONDS = 15  # interpreter + transformers start (~1 s) + a 2 s render budget, with room for a busy CI box
 API_SECONDS = 6
 MAX_RSS_MB = 400  # the watchdog's limit is +512 MB; the guards keep every case far below it
-ANCHORS = {"cfg-list-default": "<|im_start|>assistant\n", "cfg-list-tool-use": "<|s|>assistant\n", "mb-comment": "<|im_start|>assistant\n"}
+ANCHORS = {"cfg-list-default": "<|im_start|>assistant\n", "cfg-list-tool-use": "<|s|>assistant\n", "cfg-list-alike": "<|im_start|>assistant\n",
+           "cfg-list-no-default": "<|s|>assistant\n", "mb-comment": "<|im_start|>assistant\n"}
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_api_rejects_before_compiling(name):
         Renderer(_text(CASES[name]), where="t.jinja")
 
 
-@pytest.mark.parametrize("name", ["binary", "latin1", "utf16", "dev-zero", "cfg-number", "cfg-dict", "cfg-list-no-default",
+@pytest.mark.parametrize("name", ["binary", "latin1", "utf16", "dev-zero", "cfg-number", "cfg-dict",
                                   "cfg-list-unknown", "cfg-list-malformed", "cfg-bad-json"])
 def test_api_source_errors(tmp_path, name):
     case = CASES[name]
@@ -130,9 +131,12 @@ def test_api_source_errors(tmp_path, name):
 def test_api_named_templates_work(tmp_path):
     hostile.materialize(CASES["cfg-list-default"], tmp_path)
     cfg = str(tmp_path / "tokenizer_config.json")
-    assert (resolve(cfg).template, resolve(cfg).name) == (hostile.CHATML, "default")
+    assert (resolve(cfg, name="default").template, resolve(cfg, name="default").name) == (hostile.CHATML, "default")
     assert (resolve(cfg, name="tool_use").template, resolve(cfg, name="tool_use").name) == (hostile.TOOLS_CHATML, "tool_use")
     assert resolve(str(tmp_path), name="tool_use").template == hostile.TOOLS_CHATML  # the model directory too
+    # no name: the template transformers renders requests with tools with, the default kept to check against
+    src = resolve(cfg)
+    assert (src.template, src.name, src.plain) == (hostile.TOOLS_CHATML, "tool_use", hostile.CHATML)
 
 
 @pytest.mark.parametrize("content, message", [

@@ -34,7 +34,7 @@ def test_infer_hub_model_cli(hub_env, fake_hub, qwen3):
     assert got == infer_result(qwen3, {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}).template
     assert {"thinking", "content"} <= set(got["fields"])
     fetched = {path.rsplit("/", 1)[-1] for method, path in fake_hub.requests}
-    assert fetched <= set(HUB_FILES)  # only the template and token files, never weights
+    assert fetched <= {*HUB_FILES, "tool_use.jinja"}  # only the template and token files, never weights
     assert fake_hub.downloads() and all(p.endswith(("tokenizer_config.json", "chat_template.jinja")) for p in fake_hub.downloads())
 
 
@@ -86,8 +86,10 @@ def test_named_template_and_revision(hub_env, fake_hub):
                                       "additional_chat_templates/tool_use.jinja": "tools"})
     src = resolve("o/named", name="tool_use")
     assert (src.template, src.name, src.where) == ("tools", "tool_use", "hf://o/named/additional_chat_templates/tool_use.jinja")
-    src = resolve("o/named", revision=commit)
+    src = resolve("o/named", revision=commit, name="default")
     assert (src.template, src.where) == ("default", f"hf://o/named@{commit}/chat_template.jinja")
+    src = resolve("o/named", revision=commit)  # no name: the template requests with tools get, the default beside it
+    assert (src.template, src.name, src.plain) == ("tools", "tool_use", "default")
 
 
 @pytest.mark.parametrize("case, model, revision, message", [

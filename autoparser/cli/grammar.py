@@ -61,7 +61,7 @@ def run(args) -> int:
 
     tools = load_tools(args.tools)
     src = source_from_args(args)
-    from ..pipeline import infer_result  # after the source: a Hub id that cannot be reached fails before transformers loads
+    from ..pipeline import infer_source  # after the source: a Hub id that cannot be reached fails before transformers loads
     from ..serve import grammar_form
     from ..grammar.build import build, check_verified, single_call_only
 
@@ -70,7 +70,10 @@ def run(args) -> int:
     if tokens is None and args.format == "lark":
         print("grammar: no tokenizer (a bare template file; see --tokenizer): markers are matched as text", file=sys.stderr)
     try:
-        res = infer_result(src.template, src.special_tokens, where=src.where)
+        res, used = infer_source(src)
+        for note in used.notes if used is not src else ():  # the default template analysed in place of the tools one
+            print(f"grammar: {note}", file=sys.stderr)
+        src = used
         check_verified(res, src.template, src.special_tokens)
         parallel = not args.no_parallel
         if parallel and single_call_only(res.verdict):

@@ -31,10 +31,10 @@ def _naming(where: str):
 
 def _cmd_infer(args) -> int:
     src = source_from_args(args)
-    from ..pipeline import infer_result
+    from ..pipeline import infer_source
 
     with _naming(src.where):
-        res = infer_result(src.template, src.special_tokens, where=src.where, reasoning_field=args.reasoning_field, verify=not args.no_verify)
+        res, src = infer_source(src, reasoning_field=args.reasoning_field, verify=not args.no_verify)
     if args.explain:
         for line in res.analysis.log:
             print(line, file=sys.stderr)
@@ -63,9 +63,11 @@ def _cmd_infer(args) -> int:
 def _cmd_verify(args) -> int:
     rt = load_response_template(args.response_template) if args.response_template else None
     src = source_from_args(args)
-    from ..pipeline import judge
+    from ..pipeline import infer_source, judge
 
     with _naming(src.where):
+        if src.plain is not None:  # the template ``infer`` analyses: a tools template, or the default in its place
+            src = infer_source(src)[1]
         template, report, verdict = judge(src.template, rt, src.special_tokens)
     if args.json:  # the shape ``infer -o`` writes
         sys.stdout.write(record(template, verdict))

@@ -77,10 +77,13 @@ def run(args) -> int:
     text = read_text(args.output, "output")
     prompt = read_text(args.prompt, "prompt") if args.prompt else None
     src = source_from_args(args)
-    from ..pipeline import infer_result  # after the source: a Hub id that cannot be reached fails before transformers loads
+    from ..pipeline import infer_source  # after the source: a Hub id that cannot be reached fails before transformers loads
 
     try:
-        res = infer_result(src.template, src.special_tokens, where=src.where)
+        res, used = infer_source(src)
+        for note in used.notes if used is not src else ():  # the default template analysed in place of the tools one
+            print(f"warning: {src.where}: {note}", file=sys.stderr)
+        src = used
         if prompt is None:
             switches = {} if args.thinking is None else {"enable_thinking": args.thinking == "on"}
             prompt = generation_prompt(src.template, src.special_tokens, tools=tools, where=src.where, **switches)

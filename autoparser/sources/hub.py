@@ -5,8 +5,9 @@ through ``hf_hub_download``: they land in the ordinary HF cache, and ``HF_TOKEN`
 ``HF_HUB_OFFLINE`` work as everywhere else. The downloaded files sit in one snapshot folder, which is then
 read by the same code as a local model directory, so the precedence is the local one (and transformers'):
 ``additional_chat_templates/NAME.jinja`` for a named template, else ``chat_template.jinja``, else
-``chat_template.json``, else ``tokenizer_config.json``. Every Hub failure becomes one ``SourceError``
-naming the model.
+``chat_template.json``, else ``tokenizer_config.json``; with no name, a ``tool_use`` template (a file or a
+config entry) is chosen, the default beside it (``local.TOOLS_TEMPLATE``). Every Hub failure becomes one
+``SourceError`` naming the model.
 
 A Hub that cannot be reached costs seconds, not minutes: huggingface_hub retries a file it has no copy
 of for about a minute, per file, and waits 10 s per file for a Hub that accepts connections but never
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import SourceError
-from .local import TemplateSource, load_dir, load_path
+from .local import TOOLS_TEMPLATE, TemplateSource, load_dir, load_path
 
 HUB_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
              "generation_config.json")  # the last for the tokens the model stops on (``local.STOP_TOKENS``)
@@ -69,6 +70,8 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
     wanted = list(HUB_FILES)
     if name and name != "default":
         wanted.append(f"additional_chat_templates/{name}.jinja")
+    elif name is None:  # the template transformers renders requests with tools with, chosen where no name is asked
+        wanted.append(f"additional_chat_templates/{TOOLS_TEMPLATE}.jinja")
     files, notes = _files(repo_id, wanted, revision, label)
     snapshot = next((Path(got).parents[f.count("/")] for f, got in files.items() if got not in (_ABSENT, _UNKNOWN)), None)
     if snapshot is None:

@@ -31,6 +31,9 @@ class TemplateSource:
     name: str | None = None  # the named template chosen, when the source had several
     notes: tuple[str, ...] = ()  # what the user should know about how it was read (a Hub copy taken from the cache)
     response_template: dict | None = None  # the one the model ships (tokenizer_config.json), which a loaded tokenizer keeps
+    # Where the source has a tools template and a default one and no name was asked: the default's text. The
+    # tools template was chosen (``TOOLS_TEMPLATE``); the pipeline checks that its parser reads the default's replies.
+    plain: str | None = None
 
 
 def _read_text(path: Path) -> str:
@@ -140,12 +143,31 @@ def _stop_tokens(path: Path, config: dict, tokens: dict[str, str]) -> str | None
     return stop_tokens_from(gen, ids, tokens.get("eos_token"))
 
 
+# The named template transformers renders a request that has tools with (``get_chat_template``: ``tool_use`` when
+# tools are given and the tokenizer has one, else ``default``): the only template a model's calls answer, so where no
+# name is asked it is the one analysed, and the default, which renders requests without tools, is kept as ``plain``.
+TOOLS_TEMPLATE = "tool_use"
+
+
 def pick_template(value: object, name: str | None, where: str) -> tuple[str, str | None]:
-    """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one."""
-    if isinstance(value, str):
+    """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one (``named_templates``
+    gives them all)."""
+    named = named_templates(value, where)
+    if named is None:
         if name not in (None, "default"):
             raise SourceError(f"has a single chat template, not one named {name!r}", where)
         return value, None
+    wanted = name or "default"
+    if wanted not in named:
+        # transformers refuses too when nothing is named "default" and no name is given
+        raise SourceError(f"no chat template named {wanted!r} (has {', '.join(map(repr, sorted(named)))}; choose one with --template)", where)
+    return named[wanted], wanted
+
+
+def named_templates(value: object, where: str) -> dict[str, str] | None:
+    """A config's ``chat_template``: None for a single template (a string), else its templates by name."""
+    if isinstance(value, str):
+        return None
     if isinstance(value, list):
         named = {}
         for i, item in enumerate(value):
@@ -154,11 +176,7 @@ def pick_template(value: object, name: str | None, where: str) -> tuple[str, str
             named[item["name"]] = item["template"]
         if not named:
             raise SourceError("chat_template list is empty", where)
-        wanted = name or "default"
-        if wanted not in named:
-            # transformers refuses too when nothing is named "default" and no name is given
-            raise SourceError(f"no chat template named {wanted!r} (has {', '.join(map(repr, sorted(named)))}; choose one with --template)", where)
-        return named[wanted], wanted
+        return named
     if value is None:
         raise SourceError("has no chat template", where)
     raise SourceError(f"chat_template must be a string or a list of named templates, got {type(value).__name__}", where)
@@ -167,9 +185,20 @@ def pick_template(value: object, name: str | None, where: str) -> tuple[str, str
 def from_config(config: object, where: str, name: str | None = None, special_tokens: dict | None = None) -> TemplateSource:
     if not isinstance(config, dict):
         raise SourceError(f"expected a JSON object, got {type(config).__name__}", where)
-    template, chosen = pick_template(config.get("chat_template"), name, where)
     tokens = {**special_tokens_from_config(config), **(special_tokens or {})}
+    named = named_templates(config.get("chat_template"), where) if name is None else None
+    if named and TOOLS_TEMPLATE in named:
+        return with_tools_template(TemplateSource(named.get("default", named[TOOLS_TEMPLATE]), tokens, where, "default"), named[TOOLS_TEMPLATE], where)
+    template, chosen = pick_template(config.get("chat_template"), name, where)
     return TemplateSource(template, tokens, where, chosen)
+
+
+def with_tools_template(default: TemplateSource, tools: str, where: str) -> TemplateSource:
+    """The tools template in place of ``default`` (no name asked): ``TOOLS_TEMPLATE``. Without a default,
+    transformers renders every request with it (without tools it refuses), so there is nothing to check."""
+    if default.template == tools:
+        return dataclasses.replace(default, name=TOOLS_TEMPLATE, where=where)
+    return dataclasses.replace(default, template=tools, where=where, name=TOOLS_TEMPLATE, plain=default.template)
 
 
 def load_dir(path: Path, name: str | None = None) -> TemplateSource:
@@ -196,6 +225,13 @@ def _load_dir(path: Path, name: str | None, config: dict, config_path: Path, tok
         named = path / "additional_chat_templates" / f"{name}.jinja"
         if named.is_file():
             return TemplateSource(_read_text(named), tokens, str(named), name, shipped)
+    tools = path / "additional_chat_templates" / f"{TOOLS_TEMPLATE}.jinja"
+    if name is None and tools.is_file():
+        try:
+            default = _load_dir(path, "default", config, config_path, tokens)
+        except SourceError:  # only the tools template: transformers renders every request with it
+            return TemplateSource(_read_text(tools), tokens, str(tools), TOOLS_TEMPLATE, shipped)
+        return with_tools_template(default, _read_text(tools), str(tools))
     jinja = path / "chat_template.jinja"
     if jinja.is_file() and not (name and name != "default"):
         return TemplateSource(_read_text(jinja), tokens, str(jinja), response_template=shipped)
