@@ -153,35 +153,42 @@ def prefer_tools(src: TemplateSource, infer, template_of, reasoning_field: str =
     tools template over a default one (``TemplateSource.plain``), that template's parser must also read the
     replies the default renders (requests without tools): checked on the default's own renderings. Where it
     does not, or the tools template gives no parser, the default is analysed instead, and the source returned
-    says in its notes that calls (rendered only by the tools template) are not covered. ``template_of``: the
-    response_template in what ``infer`` gives (a ``Result``, a cache entry)."""
+    says in its notes that calls (rendered only by the tools template) are not covered; where the default
+    gives no parser itself, the tools template's stands, its notes saying the default's replies are unchecked.
+    ``template_of``: the response_template in what ``infer`` gives (a ``Result``, a cache entry)."""
     try:
         got = infer(src)
     except AutoparserError as e:
         if src.plain is None:
             raise
-        got, why = None, f"it gives no parser: {e.message}"
+        got, why, failed = None, f"it gives no parser: {e.message}", e
     if src.plain is None:
         return got, src
+    plain = dataclasses.replace(src, template=src.plain, name="default", plain=None)
     if got is not None:
-        why = plain_replies_fail(src.plain, template_of(got), src.special_tokens, reasoning_field)
+        try:
+            why = plain_replies_fail(src.plain, template_of(got), src.special_tokens, reasoning_field)
+        except AutoparserError as e:  # the default gives no parser itself: the tools template's is the only one
+            said = f"the 'default' template gives no parser ({e.message}): replies to requests without tools are not checked"
+            return got, dataclasses.replace(src, notes=(said,))
         if why is None:
             return got, src
         why = f"its parser does not read the replies the 'default' template renders: {why}"
     said = f"the {src.name!r} template: {why}; analysed 'default', whose parser covers no call {src.name!r} renders (--template {src.name} for those)"
-    plain = dataclasses.replace(src, template=src.plain, name="default", plain=None, notes=(said,))
-    return infer(plain), plain
+    try:
+        return infer(plain), dataclasses.replace(plain, notes=(said,))
+    except AutoparserError:
+        if got is None:
+            raise failed from None  # neither gives a parser: the tools template's reason, as asked without a name
+        raise
 
 
 def plain_replies_fail(plain: str, response_template: dict, special_tokens: dict | None, reasoning_field: str = "thinking") -> str | None:
     """Why ``response_template`` does not read the replies template ``plain`` renders to requests without tools
-    (text, reasoning), in one line; None when it does."""
+    (text, reasoning), in one line; None when it does. Raises ``AutoparserError`` when ``plain`` itself gives no
+    parser (no reply of its own can be placed)."""
     messages = [(n, m) for n, m in roundtrip.probe_messages() if n in PLAIN_REPLIES]
-    try:
-        report = verify(plain, response_template, special_tokens, messages=messages, reasoning_field=reasoning_field)
-    except AutoparserError as e:
-        return f"the 'default' template itself: {e.message}"
-    return report.reason()
+    return verify(plain, response_template, special_tokens, messages=messages, reasoning_field=reasoning_field).reason()
 
 
 def infer(chat_template: str, **special_tokens: str) -> dict:

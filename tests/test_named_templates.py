@@ -77,6 +77,19 @@ def test_a_tools_template_that_gives_no_parser_gives_way_to_the_default(tmp_path
     assert any("gives no parser" in w and "tools only through the API" in w for w in res.warnings), res.warnings
 
 
+def test_a_default_that_gives_no_parser_leaves_the_tools_templates(tmp_path):
+    src = resolve(str(_config(tmp_path, "{{ raise_exception('use the tools template') }}", TOOLS)))
+    res, used = infer_source(src)
+    assert used.template == TOOLS and "tool_calls" in res.template["fields"]
+    assert any("'default' template gives no parser" in w and "not checked" in w for w in res.warnings), res.warnings
+
+
+def test_neither_template_giving_a_parser_is_the_tools_templates_error(tmp_path):
+    src = resolve(str(_config(tmp_path, "{{ raise_exception('no default') }}", "{{ raise_exception('no tools') }}")))
+    with pytest.raises(autoparser.AutoparserError, match="no tools"):
+        infer_source(src)
+
+
 def test_the_cli_says_nothing_when_the_tools_template_reads_both_and_warns_when_it_gives_way(tmp_path, capsys):
     alike, other = tmp_path / "alike", tmp_path / "other"
     alike.mkdir()
