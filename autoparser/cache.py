@@ -159,6 +159,7 @@ def _refuse(entry: dict, where: str | None) -> dict:
                                 where, copy.deepcopy(entry["verdict"]))
     return entry
 
+
 def source_entry(src, *, reasoning_field: str = "thinking"):
     """(the cache entry, the source it is for) as ``pipeline.infer_source`` chooses between a source's tools
     template and its default (``pipeline.prefer_tools``); each template's entry from the cache."""

@@ -130,6 +130,8 @@ NEW_LINE_TEXT = r"(?=[ \t]*\n\s*[^\s,{}\]<\[`])"
 # either makes the look back over the arguments run, so only these two shapes, rare inside arguments (code writes
 # ``} else``, ``});``), try it.
 SAME_LINE_TEXT = r"(?=[A-Za-z]|[ \t]+[A-Z])"
+
+
 # A special token right after a call's last ``}`` where the template writes none (``<|eom_id|>``, the end of a
 # message with calls that Llama 3.2's template never writes, kept by an engine that keeps special tokens; another
 # family's end of turn): no JSON value goes on with ``<|``, so the call ends there and the token is text after it,
