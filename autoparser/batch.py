@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from .output import record, unwrap, with_key, write_atomic
 from .errors import AutoparserError, SourceError, VerificationError
+from .sources.local import TEMPLATE_HELP
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -47,7 +48,7 @@ def add_arguments(p) -> None:
     p.add_argument("--verify", action="store_true", help="the default; accepted for old scripts")
     p.add_argument("--strict", action="store_true", help="exit 1 when a template had fields left out")
     p.add_argument("--force", action="store_true", help="recompute models whose output already exists")
-    p.add_argument("--template", help="named chat template to use where a model has several (e.g. tool_use)")
+    p.add_argument("--template", help=TEMPLATE_HELP)
     p.add_argument("--reasoning-field", default="thinking", choices=["thinking", "reasoning_content"],
                    help="the message key reasoning is parsed into (default thinking; reasoning_content is transformers' older name)")
     p.set_defaults(func=run)

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import AutoparserError
 from .source import TOKEN_HELP
 from .files import load_tools
+from ..sources.local import TEMPLATE_HELP
 
 
 def add_arguments(p) -> None:
@@ -29,7 +30,7 @@ def add_arguments(p) -> None:
                    "(both then apply the grammar from the first token: it covers reasoning)")
     p.add_argument("--after-reasoning", action="store_true", help="the form that starts where reasoning ends, for an engine that applies the grammar only after a literal reasoning end")
     p.add_argument("--tokenizer", help="tokenizer.json, tokenizer_config.json or a directory with them: markers that are its added tokens are written as tokens")
-    p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
+    p.add_argument("--template", help=TEMPLATE_HELP)
     p.add_argument("--revision", help="Hub revision")
     p.add_argument("--token", action="append", metavar="NAME=VALUE", help=TOKEN_HELP)
     p.set_defaults(func=run)

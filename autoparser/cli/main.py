@@ -17,6 +17,7 @@ from .source import TOKEN_HELP, source_from_args
 from .. import __version__
 from ..errors import AutoparserError
 from ..output import one_line, record
+from ..sources.local import TEMPLATE_HELP
 
 @contextmanager
 def _naming(where: str):
@@ -117,7 +118,7 @@ def _cmd_serve(args) -> int:
 def add_source_arguments(p) -> None:
     """SOURCE and what selects the template in it, shared by infer and verify."""
     p.add_argument("source", help=SOURCE_HELP)
-    p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
+    p.add_argument("--template", help=TEMPLATE_HELP)
     p.add_argument("--revision", help="Hub revision (branch, tag or commit)")
     p.add_argument("--token", action="append", metavar="NAME=VALUE", help=TOKEN_HELP)
 

@@ -12,6 +12,7 @@ import sys
 from ..errors import AutoparserError
 from .source import TOKEN_HELP
 from .files import load_tools, read_text
+from ..sources.local import TEMPLATE_HELP
 
 PLACEHOLDER_USER = "Hello"
 
@@ -24,7 +25,7 @@ def add_arguments(p) -> None:
     p.add_argument("--tools", help="JSON file: the OpenAI-style tools of the request (types the arguments; also "
                    "rendered into the default prompt)")
     p.add_argument("--thinking", choices=["on", "off"], help="render the default prompt with enable_thinking on or off")
-    p.add_argument("--template", help="named chat template to use (e.g. tool_use)")
+    p.add_argument("--template", help=TEMPLATE_HELP)
     p.add_argument("--revision", help="Hub revision")
     p.add_argument("--token", action="append", metavar="NAME=VALUE", help=TOKEN_HELP)
     p.set_defaults(func=run)

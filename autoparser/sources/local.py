@@ -147,6 +147,8 @@ def _stop_tokens(path: Path, config: dict, tokens: dict[str, str]) -> str | None
 # tools are given and the tokenizer has one, else ``default``): the only template a model's calls answer, so where no
 # name is asked it is the one analysed, and the default, which renders requests without tools, is kept as ``plain``.
 TOOLS_TEMPLATE = "tool_use"
+TEMPLATE_HELP = (f"named chat template to use; without one, {TOOLS_TEMPLATE!r} where the model has it (checked to read "
+                 "the replies 'default' renders, else 'default' with a warning), else 'default'")
 
 
 def pick_template(value: object, name: str | None, where: str) -> tuple[str, str | None]:
