@@ -151,10 +151,10 @@ TEMPLATE_HELP = (f"named chat template to use; without one, {TOOLS_TEMPLATE!r} w
                  "the replies 'default' renders, else 'default' with a warning), else 'default'")
 
 
-def pick_template(value: object, name: str | None, where: str) -> tuple[str, str | None]:
-    """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one (``named_templates``
-    gives them all)."""
-    named = named_templates(value, where)
+def pick_template(value: object, name: str | None, where: str, named: dict[str, str] | None = None) -> tuple[str, str | None]:
+    """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one (``named``: the
+    list as ``named_templates`` read it already)."""
+    named = named if named is not None else named_templates(value, where)
     if named is None:
         if name not in (None, "default"):
             raise SourceError(f"has a single chat template, not one named {name!r}", where)
@@ -188,10 +188,11 @@ def from_config(config: object, where: str, name: str | None = None, special_tok
     if not isinstance(config, dict):
         raise SourceError(f"expected a JSON object, got {type(config).__name__}", where)
     tokens = {**special_tokens_from_config(config), **(special_tokens or {})}
-    named = named_templates(config.get("chat_template"), where) if name is None else None
-    if named and TOOLS_TEMPLATE in named:
+    value = config.get("chat_template")
+    named = named_templates(value, where)
+    if name is None and named and TOOLS_TEMPLATE in named:
         return with_tools_template(TemplateSource(named.get("default", named[TOOLS_TEMPLATE]), tokens, where, "default"), named[TOOLS_TEMPLATE], where)
-    template, chosen = pick_template(config.get("chat_template"), name, where)
+    template, chosen = pick_template(value, name, where, named)
     return TemplateSource(template, tokens, where, chosen)
 
 
