@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from .output import record, unwrap, with_key, write_atomic
 from .errors import AutoparserError, SourceError, VerificationError
-from .sources.local import TEMPLATE_HELP
+from .sources.template_source import TEMPLATE_HELP
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -110,7 +110,7 @@ def analyse(template: str, special_tokens: dict, where: str, verify: bool, reaso
     t0 = time.monotonic()
     try:
         from .pipeline import infer_source
-        from .sources.local import TemplateSource
+        from .sources.template_source import TemplateSource
 
         src = TemplateSource(template, special_tokens, where, name, plain=plain)
         res, _ = infer_source(src, reasoning_field=reasoning_field, verify=verify)

@@ -21,7 +21,8 @@ import os
 import threading
 
 from .errors import AutoparserError
-from .sources.local import SPECIAL_TOKEN_KEYS, STOP_TOKENS, read_generation_config, stop_tokens_from
+from .sources.local import read_generation_config
+from .sources.template_source import SPECIAL_TOKEN_KEYS, STOP_TOKENS, stop_tokens_from
 
 logger = logging.getLogger("autoparser")
 _lock = threading.Lock()
@@ -78,9 +79,9 @@ def _stop_tokens(tokenizer, eos_token: str | None) -> str | None:
 
 def _source(tokenizer):
     """The tokenizer's chat template as a source, or None when it has none: of named templates, the one
-    transformers renders requests with tools with (``sources.local.TOOLS_TEMPLATE``), the default kept to check
+    transformers renders requests with tools with (``sources.template_source.TOOLS_TEMPLATE``), the default kept to check
     against, as the CLI reads a model directory."""
-    from .sources.local import TOOLS_TEMPLATE, TemplateSource, with_tools_template
+    from .sources.template_source import TOOLS_TEMPLATE, TemplateSource, with_tools_template
 
     template = getattr(tokenizer, "chat_template", None)
     where = str(getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__)

@@ -20,7 +20,7 @@ from .emit import emit
 from .errors import AnalysisError, AutoparserError, VerificationError, without_frames
 from .analysis.probes import Prober, probe_text
 from .render import Renderer, budget, watchdog
-from .sources.local import TemplateSource
+from .sources.template_source import TemplateSource
 from .verify import roundtrip
 from .verify.capabilities import rejudge_uncovered
 from .verify.verdict import describe, judge as judge_report, reconcile, settle

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,11 @@ class Case:
     expect: str | None = ""  # regex the one stderr line must match (re.search); None: the run must succeed
     where: str = "t.jinja"  # the error line must name this
     env: dict[str, str] = field(default_factory=dict)
+
+
+def _gguf_key(key: str, kind: int, value: bytes) -> bytes:
+    """A GGUF v3 header holding one metadata key (type ``kind``, ``value`` already packed)."""
+    return b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, len(key)) + key.encode() + struct.pack("<I", kind) + value
 
 
 def _config(chat_template) -> str:
@@ -120,6 +126,10 @@ CASES: list[Case] = [
          expect="must be a string", where="bad.json", env={"AUTOPARSER_WORKAROUNDS_DIR": "wa"}),
     Case("workaround-dir", "AUTOPARSER_WORKAROUNDS_DIR that does not exist", {"t.jinja": CHATML},
          expect="does not exist", where="missing-dir", env={"AUTOPARSER_WORKAROUNDS_DIR": "missing-dir"}),
+    Case("gguf-huge-array", "GGUF header declaring an array of 2^40 strings", {"m.gguf": _gguf_key("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, 1 << 40))},
+         ("m.gguf",), expect="array length of 1099511627776 is over the limit", where="m.gguf"),
+    Case("gguf-truncated", "GGUF header cut inside its chat template", {"m.gguf": _gguf_key("tokenizer.chat_template", 8, struct.pack("<Q", 5000) + CHATML.encode())},
+         ("m.gguf",), expect="ends inside its metadata", where="m.gguf"),
 ]
 
 

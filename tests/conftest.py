@@ -21,7 +21,7 @@ import pytest
 #
 # ``fake_hub`` is a real HTTP server speaking the part of the Hub protocol ``hf_hub_download`` uses:
 # HEAD/GET ``/{repo_id}/resolve/{revision}/{filename}`` answered with ``X-Repo-Commit``, ``ETag`` and
-# ``Content-Length``, and the Hub's error codes (``X-Error-Code``: RepoNotFound, GatedRepo, RevisionNotFound,
+# ``Content-Length`` (a ``Range`` with 206), the listing ``/api/models/{repo_id}/tree/{revision}``, and the Hub's error codes (``X-Error-Code``: RepoNotFound, GatedRepo, RevisionNotFound,
 # EntryNotFound). ``hub_env`` points both this process (huggingface_hub reads its settings at import, so its
 # ``constants`` module is reloaded) and subprocesses (``hub_env.run``) at it, with a fresh HF cache.
 # ---------------------------------------------------------------------------------------------------------------
@@ -44,6 +44,8 @@ class FakeHub:
     def __init__(self):
         self.repos: dict[str, dict] = {}
         self.requests: list[tuple[str, str]] = []
+        self.ranges = True  # answer Range requests (False: a server that ignores them and sends the whole file)
+        self.sent = 0  # bytes of file bodies sent
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -85,6 +87,13 @@ class FakeHub:
 
     def _answer(self, h: BaseHTTPRequestHandler, body: bool):
         self.requests.append((h.command, h.path))
+        tree = re.fullmatch(r"/api/models/(?P<repo>.+?)/tree/(?P<rev>[^/?]+)(\?.*)?", h.path)
+        if tree:  # the listing ``list_repo_files`` asks for (one page)
+            repo = self.repos.get(unquote(tree["repo"]))
+            if repo is None:
+                return self._send(h, 404, {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"})
+            listing = [{"type": "file", "path": n, "size": len(d), "oid": hashlib.sha1(d).hexdigest()} for n, d in repo["files"].items()]
+            return self._send(h, 200, {"Content-Type": "application/json"}, json.dumps(listing).encode(), body)
         m = re.fullmatch(r"/(?P<repo>.+?)/resolve/(?P<rev>[^/]+)/(?P<file>[^?]+)(\?.*)?", h.path)
         repo = self.repos.get(unquote(m["repo"])) if m else None
         if repo is None:
@@ -100,6 +109,15 @@ class FakeHub:
             return self._send(h, 404, headers)
         etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # what the Hub uses: the git blob id
         headers = {"X-Repo-Commit": repo["commit"], "ETag": f'"{etag}"', "Content-Type": "text/plain; charset=utf-8"}
+        span = re.fullmatch(r"bytes=(\d+)-(\d+)", h.headers.get("Range") or "")
+        if span and self.ranges:  # a byte range, as the Hub's file servers answer one
+            start, end = int(span[1]), min(int(span[2]), len(data) - 1)
+            if start >= len(data):
+                return self._send(h, 416, {"Content-Range": f"bytes */{len(data)}"})
+            headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+            self.sent += end + 1 - start
+            return self._send(h, 206, headers, data[start:end + 1], body)
+        self.sent += len(data) if body else 0
         self._send(h, 200, headers, data, body)
 
     @staticmethod

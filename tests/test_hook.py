@@ -68,7 +68,8 @@ def test_the_tokens_a_model_stops_on_end_the_turn(tmp_path):
     from transformers import AutoTokenizer
 
     from autoparser.hook import _special_tokens
-    from autoparser.sources.local import STOP_TOKENS, load_dir
+    from autoparser.sources.local import load_dir
+    from autoparser.sources.template_source import STOP_TOKENS
 
     path = saved(tmp_path, corpus_template("Qwen-Qwen3-0.6B"))
     tok = AutoTokenizer.from_pretrained(path)

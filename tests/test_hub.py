@@ -45,7 +45,7 @@ def test_the_tokens_a_model_stops_on_come_from_its_generation_config(hub_env, fa
     from transformers.utils.chat_parsing import parse_response
 
     from autoparser.cli.parse import PLACEHOLDER_USER, generation_prompt
-    from autoparser.sources.local import STOP_TOKENS
+    from autoparser.sources.template_source import STOP_TOKENS
 
     llama = corpus_template("meta-llama-Llama-3.2-3B-Instruct")
     names = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128008: "<|eom_id|>", 128009: "<|eot_id|>"}

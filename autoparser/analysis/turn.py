@@ -6,7 +6,7 @@ import regex as re
 
 from .diff import MARKER, SPECIAL_TOKEN, _marker_spans, markers, prefix_len, worded_tag
 from ..errors import AnalysisError, TemplateError
-from ..sources.local import STOP_TOKENS
+from ..sources.template_source import STOP_TOKENS
 from .probes import CONTENT, NEEDLE, USER, USER2, Prober, assistant, call, tool_result
 from .model import Reasoning, Turn
 

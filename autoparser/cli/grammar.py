@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 from ..errors import AutoparserError
-from .source import TOKEN_HELP
+from .source import SOURCE_HELP, TOKEN_HELP
 from .files import load_tools
-from ..sources.local import TEMPLATE_HELP
+from ..sources.template_source import TEMPLATE_HELP
 
 
 def add_arguments(p) -> None:
-    p.add_argument("source", help=".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id")
+    p.add_argument("source", help=SOURCE_HELP)
     p.add_argument("--tools", required=True, help="JSON file: a list of OpenAI-style tools ({'type': 'function', 'function': {...}})")
     p.add_argument("--tool-choice", default="auto", help="auto | required | none | a tool name")
     p.add_argument("--no-parallel", action="store_true", help="allow one call only")

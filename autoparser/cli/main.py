@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .files import load_response_template, write_output
-from .source import TOKEN_HELP, source_from_args
+from .source import SOURCE_HELP, TOKEN_HELP, source_from_args
 from .. import __version__
 from ..errors import AutoparserError
 from ..output import one_line, record
-from ..sources.local import TEMPLATE_HELP
+from ..sources.template_source import TEMPLATE_HELP
 
 @contextmanager
 def _naming(where: str):
@@ -88,9 +88,6 @@ def _say_verdict(report) -> int:
     elif summary["reason"]:
         print(f"verify: {summary['reason']}", file=sys.stderr)
     return 0 if report.passed else 1
-
-
-SOURCE_HELP = ".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id"
 
 
 def _cmd_serve(args) -> int:

@@ -10,15 +10,15 @@ import json
 import sys
 
 from ..errors import AutoparserError
-from .source import TOKEN_HELP
+from .source import SOURCE_HELP, TOKEN_HELP
 from .files import load_tools, read_text
-from ..sources.local import TEMPLATE_HELP
+from ..sources.template_source import TEMPLATE_HELP
 
 PLACEHOLDER_USER = "Hello"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("source", help=".jinja file, tokenizer_config.json, chat_template.json, model directory or Hub id")
+    p.add_argument("source", help=SOURCE_HELP)
     p.add_argument("output", nargs="?", default="-", help="file holding the model's output text ('-' or absent: stdin)")
     p.add_argument("--prompt", help="file holding the rendered prompt the model continued (default: the template's "
                    "generation prompt for one user message)")

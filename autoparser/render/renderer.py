@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 
 from ..errors import TemplateError
-from ..sources.local import STOP_TOKENS
+from ..sources.template_source import STOP_TOKENS
 from . import watchdog
 from .sandbox import MAX_OUTPUT, MAX_TAGS, MAX_TEMPLATE, _compiled, weighing
 from .watchdog import RenderTimeout, budget

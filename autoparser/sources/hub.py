@@ -6,7 +6,7 @@ through ``hf_hub_download``: they land in the ordinary HF cache, and ``HF_TOKEN`
 read by the same code as a local model directory, so the precedence is the local one (and transformers'):
 ``additional_chat_templates/NAME.jinja`` for a named template, else ``chat_template.jinja``, else
 ``chat_template.json``, else ``tokenizer_config.json``; with no name, a ``tool_use`` template (a file or a
-config entry) is chosen, the default beside it (``local.TOOLS_TEMPLATE``). Every Hub failure becomes one
+config entry) is chosen, the default beside it (``template_source.TOOLS_TEMPLATE``). Every Hub failure becomes one
 ``SourceError`` naming the model.
 
 A Hub that cannot be reached costs seconds, not minutes: huggingface_hub retries a file it has no copy
@@ -27,12 +27,14 @@ import time
 from pathlib import Path
 
 from ..errors import SourceError
-from .local import TOOLS_TEMPLATE, TemplateSource, load_dir, load_path
+from .gguf import gguf_choice, read_metadata, source_from_metadata
+from .local import load_dir, load_path
+from .template_source import TOOLS_TEMPLATE, TemplateSource
 
 HUB_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
-             "generation_config.json")  # the last for the tokens the model stops on (``local.STOP_TOKENS``)
+             "generation_config.json")  # the last for the tokens the model stops on (``template_source.STOP_TOKENS``)
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-_LOCAL_SUFFIXES = (".jinja", ".j2", ".json", ".txt")
+_LOCAL_SUFFIXES = (".jinja", ".j2", ".json", ".txt", ".gguf")
 _ABSENT = "absent"  # the repo does not have the file
 _UNKNOWN = "unknown"  # offline or unreachable, and the cache does not know
 
@@ -77,7 +79,7 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
     if snapshot is None:
         if _UNKNOWN in files.values():
             raise SourceError(_unreachable(), label)
-        raise SourceError("has no chat template on the Hub (no chat_template.jinja, chat_template.json or tokenizer_config.json)", label)
+        return _from_gguf(repo_id, revision, name, label)
     prefix = str(snapshot)
     shown = f"hf://{label}"
 
@@ -268,3 +270,65 @@ def _fetch(repo_id: str, filename: str, revision: str | None, label: str) -> str
         raise SourceError(f"Hub error (HTTP {status}) while downloading {filename}", label) from None
     except (OSError, ValueError) as e:
         raise SourceError(f"cannot download {filename}: {_first_line(e)}", label) from None
+
+
+GGUF_READ = 30.0  # seconds one byte-range read of a GGUF header may take
+
+
+def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str) -> TemplateSource:
+    """A repo of GGUF files only (a llama.cpp quantisation): the chat template is read from the header of one
+    of them by byte ranges (a few MB of a file of many GB; ``gguf.read_metadata``). Not cached: such a repo
+    needs the Hub each time."""
+    from huggingface_hub import HfApi, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        names = HfApi().list_repo_files(repo_id, revision=revision)
+    except HfHubHTTPError as e:
+        refusal = _refusal(e, revision, label)
+        if refusal is not None:
+            raise refusal from None
+        status = e.response.status_code if e.response is not None else "?"
+        raise SourceError(f"Hub error (HTTP {status}) while listing the model's files", label) from None
+    except (OSError, ValueError) as e:
+        raise SourceError(f"cannot list the model's files: {_first_line(e)}", label) from None
+    chosen = gguf_choice(names)
+    if chosen is None:
+        raise SourceError("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
+                          "tokenizer_config.json or .gguf file)", label)
+    where = f"hf://{label}/{chosen}"
+    return source_from_metadata(read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where), where, name)
+
+
+def _ranges(url: str, where: str):
+    """``fetch(offset, size)`` over HTTP byte ranges of ``url``. A server that ignores the range (200, the whole
+    file) is read only as far as the range's end, then dropped."""
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    headers = build_hf_headers()
+
+    def fetch(offset: int, size: int) -> bytes:
+        try:
+            with get_session().stream("GET", url, headers={**headers, "Range": f"bytes={offset}-{offset + size - 1}"},
+                                      timeout=GGUF_READ) as r:
+                if r.status_code == 416:  # the range starts past the file's end
+                    return b""
+                hf_raise_for_status(r)
+                skip = offset if r.status_code == 200 else 0
+                data = bytearray()
+                for chunk in r.iter_bytes():
+                    data += chunk
+                    if len(data) >= skip + size:
+                        break
+                return bytes(data[skip:skip + size])
+        except HfHubHTTPError as e:
+            refusal = _refusal(e, None, where)
+            if refusal is not None:
+                raise refusal from None
+            status = e.response.status_code if e.response is not None else "?"
+            raise SourceError(f"Hub error (HTTP {status}) while reading the GGUF header", where) from None
+        except Exception as e:  # noqa: BLE001 - the HTTP library's connection and timeout errors, each its own class
+            raise SourceError(f"cannot read the GGUF header: {_first_line(e)}", where) from None
+
+    return fetch

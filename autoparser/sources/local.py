@@ -6,34 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SourceError
+from .gguf import gguf_choice, load_gguf
+from .template_source import (SPECIAL_TOKEN_KEYS, STOP_TOKENS, TOOLS_TEMPLATE, TemplateSource, eos_ids, named_templates,
+                              pick_template, stop_tokens_from, with_tools_template)
 
-SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
-# The other tokens a model stops on (``generation_config.json``'s ``eos_token_id`` beside ``eos_token``: Llama
-# 3.x's ``<|eom_id|>`` after a ``<|python_tag|>`` call, Qwen 2.5's ``<|endoftext|>``), one per line: a
-# generation decoded with its special tokens ends with one of them, which ends the turn like the template's
-# own end. Kept with the special tokens so that every consumer (cache keys, the hook) sees them; never
-# rendered (a template does not read it).
-STOP_TOKENS = "stop_tokens"
 MAX_FILE = 8 << 20
-
-
-@dataclass(frozen=True)
-class TemplateSource:
-    """A chat template and where it came from."""
-
-    template: str
-    special_tokens: dict[str, str] = field(default_factory=dict)
-    where: str = "<template>"
-    name: str | None = None  # the named template chosen, when the source had several
-    notes: tuple[str, ...] = ()  # what the user should know about how it was read (a Hub copy taken from the cache)
-    response_template: dict | None = None  # the one the model ships (tokenizer_config.json), which a loaded tokenizer keeps
-    # Where the source has a tools template and a default one and no name was asked: the default's text. The
-    # tools template was chosen (``TOOLS_TEMPLATE``); the pipeline checks that its parser reads the default's replies.
-    plain: str | None = None
 
 
 def _read_text(path: Path) -> str:
@@ -86,21 +66,6 @@ def special_tokens_from_config(config: dict) -> dict[str, str]:
     return out
 
 
-def _eos_ids(generation_config: object) -> list[int]:
-    """generation_config.json's ``eos_token_id``: one id or a list of them."""
-    ids = generation_config.get("eos_token_id") if isinstance(generation_config, dict) else None
-    ids = [ids] if isinstance(ids, int) else ids if isinstance(ids, list) else []
-    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-
-
-def stop_tokens_from(generation_config: object, id_to_text: dict[int, str], eos_token: str | None) -> str | None:
-    """``STOP_TOKENS`` from a parsed generation_config.json and the tokenizer's added tokens (id -> text); None
-    when it names no other. An id the added tokens do not hold is left out (a plain vocabulary word)."""
-    texts = [id_to_text.get(i) for i in _eos_ids(generation_config)]
-    out = list(dict.fromkeys(t for t in texts if t and t.strip() and t != eos_token and "\n" not in t))
-    return "\n".join(out) or None
-
-
 def added_token_texts(*configs: object) -> dict[int, str]:
     """id -> text of the added tokens a tokenizer_config.json (``added_tokens_decoder``) or tokenizer.json
     (``added_tokens``) declares; the first that names an id wins."""
@@ -135,53 +100,12 @@ def _stop_tokens(path: Path, config: dict, tokens: dict[str, str]) -> str | None
     if gen is None:
         return None
     ids = added_token_texts(config)
-    if any(i not in ids for i in _eos_ids(gen)) and (path / "tokenizer.json").is_file():  # older configs list their added tokens there only
+    if any(i not in ids for i in eos_ids(gen)) and (path / "tokenizer.json").is_file():  # older configs list their added tokens there only
         try:
             ids = added_token_texts(config, _read_json(path / "tokenizer.json"))
         except SourceError:
             pass  # over the size limit, or broken: the config's tokens only
     return stop_tokens_from(gen, ids, tokens.get("eos_token"))
-
-
-# The named template transformers renders a request that has tools with (``get_chat_template``: ``tool_use`` when
-# tools are given and the tokenizer has one, else ``default``): the only template a model's calls answer, so where no
-# name is asked it is the one analysed, and the default, which renders requests without tools, is kept as ``plain``.
-TOOLS_TEMPLATE = "tool_use"
-TEMPLATE_HELP = (f"named chat template to use; without one, {TOOLS_TEMPLATE!r} where the model has it (checked to read "
-                 "the replies 'default' renders, else 'default' with a warning), else 'default'")
-
-
-def pick_template(value: object, name: str | None, where: str, named: dict[str, str] | None = None) -> tuple[str, str | None]:
-    """A config's ``chat_template`` is a string or a list of ``{"name", "template"}``; pick one (``named``: the
-    list as ``named_templates`` read it already)."""
-    named = named if named is not None else named_templates(value, where)
-    if named is None:
-        if name not in (None, "default"):
-            raise SourceError(f"has a single chat template, not one named {name!r}", where)
-        return value, None
-    wanted = name or "default"
-    if wanted not in named:
-        # transformers refuses too when nothing is named "default" and no name is given
-        raise SourceError(f"no chat template named {wanted!r} (has {', '.join(map(repr, sorted(named)))}; choose one with --template)", where)
-    return named[wanted], wanted
-
-
-def named_templates(value: object, where: str) -> dict[str, str] | None:
-    """A config's ``chat_template``: None for a single template (a string), else its templates by name."""
-    if isinstance(value, str):
-        return None
-    if isinstance(value, list):
-        named = {}
-        for i, item in enumerate(value):
-            if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("template"), str)):
-                raise SourceError(f"chat_template list entry {i} is not a {{\"name\": string, \"template\": string}} object", where)
-            named[item["name"]] = item["template"]
-        if not named:
-            raise SourceError("chat_template list is empty", where)
-        return named
-    if value is None:
-        raise SourceError("has no chat template", where)
-    raise SourceError(f"chat_template must be a string or a list of named templates, got {type(value).__name__}", where)
 
 
 def from_config(config: object, where: str, name: str | None = None, special_tokens: dict | None = None) -> TemplateSource:
@@ -194,14 +118,6 @@ def from_config(config: object, where: str, name: str | None = None, special_tok
         return with_tools_template(TemplateSource(named.get("default", named[TOOLS_TEMPLATE]), tokens, where, "default"), named[TOOLS_TEMPLATE], where)
     template, chosen = pick_template(value, name, where, named)
     return TemplateSource(template, tokens, where, chosen)
-
-
-def with_tools_template(default: TemplateSource, tools: str, where: str) -> TemplateSource:
-    """The tools template in place of ``default`` (no name asked): ``TOOLS_TEMPLATE``. Without a default,
-    transformers renders every request with it (without tools it refuses), so there is nothing to check."""
-    if default.template == tools:
-        return dataclasses.replace(default, name=TOOLS_TEMPLATE, where=where)
-    return dataclasses.replace(default, template=tools, where=where, name=TOOLS_TEMPLATE, plain=default.template)
 
 
 def load_dir(path: Path, name: str | None = None) -> TemplateSource:
@@ -243,7 +159,20 @@ def _load_dir(path: Path, name: str | None, config: dict, config_path: Path, tok
         return dataclasses.replace(from_config(_read_json(ctj), str(ctj), name, tokens), response_template=shipped)
     if "chat_template" in config:
         return dataclasses.replace(from_config(config, str(config_path), name), response_template=shipped)
-    raise SourceError("no chat template found (looked for chat_template.jinja, chat_template.json, tokenizer_config.json)", str(path))
+    if gguf := gguf_in(path):
+        return load_gguf(gguf, name)
+    raise SourceError("no chat template found (looked for chat_template.jinja, chat_template.json, tokenizer_config.json, "
+                      "a .gguf file)", str(path))
+
+
+def gguf_in(path: Path) -> Path | None:
+    """The ``.gguf`` file of a model directory that has no template file (a llama.cpp download)."""
+    try:
+        names = [p.name for p in path.iterdir() if p.is_file()]
+    except OSError:
+        return None
+    chosen = gguf_choice(names)
+    return path / chosen if chosen else None
 
 
 def load_path(path: str | Path, name: str | None = None) -> TemplateSource:
@@ -255,4 +184,16 @@ def load_path(path: str | Path, name: str | None = None) -> TemplateSource:
         raise SourceError("no such file or directory", str(p))
     if p.suffix == ".json":
         return from_config(_read_json(p), str(p), name)
+    if p.suffix.lower() == ".gguf" or _starts_with(p, b"GGUF"):  # Ollama's blobs have no suffix
+        return load_gguf(p, name)
     return TemplateSource(_read_text(p), {}, str(p))
+
+
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        with path.open("rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False

@@ -1,0 +1,163 @@
+"""A model held as GGUF (llama.cpp, Ollama, LM Studio): the chat template and special tokens are read from the
+file's metadata, from a local file, a directory of them, or a Hub repo of GGUF files only (by byte ranges: the
+header, never the weights). A broken or hostile header is one line, never a traceback or a huge read. Parses
+with transformers' own ``parse_response``."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import parse_response
+
+from autoparser.errors import SourceError
+from autoparser.pipeline import infer_source
+from autoparser.sources.hub import resolve
+from autoparser.sources.local import load_path
+from autoparser.sources.template_source import STOP_TOKENS, TemplateSource
+
+from gguf_file import gguf_bytes, model_metadata
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLS = (ROOT / "models" / "chatml-think.jinja").read_text(encoding="utf-8")  # ChatML turns, Hermes-style calls
+DEFAULT = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+VOCAB = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "Hello", "Ġworld"]
+IDS = {"eos": 2, "padding": 0, "eot": 0}  # as Qwen's converted files: <|im_end|> ends a turn, <|endoftext|> too
+PROMPT = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def _file(path: Path, template=TOOLS, weights: int = 4096, **meta) -> Path:
+    path.write_bytes(gguf_bytes({**model_metadata(template, VOCAB, **IDS), **meta}, tensor_bytes=weights))
+    return path
+
+
+def test_a_gguf_file_gives_its_template_and_the_tokens_its_ids_name(tmp_path):
+    src = load_path(_file(tmp_path / "model-Q4_K_M.gguf"))
+    assert src.template == TOOLS
+    assert src.special_tokens == {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", STOP_TOKENS: "<|endoftext|>"}
+    res, _ = infer_source(src)
+    assert res.template == infer_source(TemplateSource(TOOLS, dict(src.special_tokens)))[0].template
+    msg = parse_response(CALL + "<|im_end|>", res.template, prefix=PROMPT)
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
+    # the token the model stops on, which the template never writes, ends the reply: no text of its own
+    assert parse_response("Hello world<|endoftext|>", res.template, prefix=PROMPT)["content"] == "Hello world"
+
+
+def test_the_cli_infers_from_a_gguf_file_as_from_its_template(tmp_path):
+    gguf = _file(tmp_path / "m.gguf")
+    (tmp_path / "t.jinja").write_text(TOOLS, encoding="utf-8")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "autoparser", "infer", *a], capture_output=True, text=True, cwd=ROOT)
+    got = run(str(gguf))
+    want = run(str(tmp_path / "t.jinja"), "--token", "eos_token=<|im_end|>", "--token", "pad_token=<|endoftext|>",
+               "--token", "stop_tokens=<|endoftext|>")
+    assert got.returncode == 0 and want.returncode == 0, got.stderr + want.stderr
+    assert json.loads(got.stdout) == json.loads(want.stdout)
+
+
+def test_big_endian_files_read_alike(tmp_path):
+    path = tmp_path / "m.gguf"
+    path.write_bytes(gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS), big_endian=True))
+    assert load_path(path).template == TOOLS
+    assert load_path(path).special_tokens["eos_token"] == "<|im_end|>"
+
+
+def test_named_templates_are_chosen_as_a_configs_list_is(tmp_path):
+    path = _file(tmp_path / "m.gguf", [{"name": "default", "template": DEFAULT}, {"name": "tool_use", "template": TOOLS}])
+    src = load_path(path)
+    assert (src.name, src.template, src.plain) == ("tool_use", TOOLS, DEFAULT)
+    res, used = infer_source(src)
+    assert used is src and parse_response(CALL, res.template, prefix=PROMPT)["tool_calls"]
+    assert (load_path(path, "default").template, load_path(path, "default").plain) == (DEFAULT, None)
+    with pytest.raises(SourceError, match=r"no chat template named 'rag' \(has 'default', 'tool_use'"):
+        load_path(path, "rag")
+
+
+def test_a_directory_of_gguf_files_reads_the_first_shard_and_skips_the_vision_projector(tmp_path):
+    _file(tmp_path / "model-00001-of-00002.gguf", **{"split.no": 0, "split.count": 2})
+    (tmp_path / "model-00002-of-00002.gguf").write_bytes(gguf_bytes({"split.no": 1, "split.count": 2}))
+    (tmp_path / "mmproj-model-f16.gguf").write_bytes(gguf_bytes({"general.architecture": "clip"}))
+    src = load_path(tmp_path)
+    assert src.template == TOOLS and src.where.endswith("model-00001-of-00002.gguf")
+    with pytest.raises(SourceError, match="shard 2 of a split GGUF model: the chat template is in the first shard"):
+        load_path(tmp_path / "model-00002-of-00002.gguf")
+
+
+def test_a_blob_without_a_suffix_is_known_by_its_magic(tmp_path):
+    blob = _file(tmp_path / "sha256-0123abcd")  # how Ollama stores a model
+    assert load_path(blob).template == TOOLS
+
+
+def _header(version=3, n_keys=1) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", version, 0, n_keys)
+
+
+def _key(name: str, kind: int) -> bytes:
+    return struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", kind)
+
+
+BROKEN = {
+    "truncated": (lambda: gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))[:300], "ends inside its metadata"),
+    "not gguf": (lambda: b"PK\x03\x04 a zip file", "not a GGUF file"),
+    "empty": (lambda: b"", "ends inside its metadata"),
+    "version 1": (lambda: _header(version=1), "GGUF version 1 is not supported"),
+    "version 9": (lambda: _header(version=9), "newer than this reader"),
+    "a string of a terabyte": (lambda: _header() + _key("tokenizer.chat_template", 8) + struct.pack("<Q", 1 << 40),
+                               "string length of 1099511627776 is over the limit"),
+    "an array of a terabyte": (lambda: _header() + _key("tokenizer.ggml.tokens", 9) + struct.pack("<IQ", 8, 1 << 40),
+                               "array length of 1099511627776 is over the limit"),
+    "a key count of a terabyte": (lambda: _header(n_keys=1 << 40), "metadata key count"),
+    "an unknown value type": (lambda: _header() + _key("x", 99), "unknown type 99"),
+    "a template not UTF-8": (lambda: _header() + _key("tokenizer.chat_template", 8) + struct.pack("<Q", 2) + b"\xff\xfe",
+                             "not UTF-8"),
+    "no template": (lambda: gguf_bytes({"general.architecture": "llama"}), "has no chat template"),
+    "a template that is a number": (lambda: gguf_bytes({"tokenizer.chat_template": 7}), "has no chat template"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_gguf_is_one_line(tmp_path, case):
+    make, message = BROKEN[case]
+    path = tmp_path / "m.gguf"
+    path.write_bytes(make())
+    with pytest.raises(SourceError, match=message) as err:
+        load_path(path)
+    assert err.value.where == str(path) and "\n" not in str(err.value)
+
+
+def test_the_cli_says_one_line_for_a_broken_gguf(tmp_path):
+    path = tmp_path / "m.gguf"
+    path.write_bytes(BROKEN["an array of a terabyte"][0]())
+    r = subprocess.run([sys.executable, "-m", "autoparser", "infer", str(path)], capture_output=True, text=True, cwd=ROOT)
+    lines = [line for line in r.stderr.splitlines() if "PyTorch" not in line]
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"autoparser: error: {path}: GGUF array length"), r.stderr
+
+
+WEIGHTS = 24 << 20  # a model file far bigger than its header
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["byte ranges", "a server that ignores ranges"])
+def test_a_hub_repo_of_gguf_files_is_read_from_the_header_alone(hub_env, fake_hub, ranges):
+    fake_hub.ranges = ranges
+    data = gguf_bytes({**model_metadata([{"name": "default", "template": DEFAULT}, {"name": "tool_use", "template": TOOLS}],
+                                        VOCAB, **IDS)}, tensor_bytes=WEIGHTS)
+    fake_hub.add("test-org/model-GGUF", {"README.md": "quantised", "mmproj-F16.gguf": gguf_bytes({"general.architecture": "clip"}),
+                                         "model-Q8_0.gguf": data, "model-Q4_K_M.gguf": data})
+    src = resolve("test-org/model-GGUF")
+    assert (src.template, src.plain, src.name) == (TOOLS, DEFAULT, "tool_use")
+    assert src.special_tokens["eos_token"] == "<|im_end|>" and src.where == "hf://test-org/model-GGUF/model-Q4_K_M.gguf"
+    if ranges:
+        assert fake_hub.sent < 2 << 20, fake_hub.sent  # a block of the header, not the weights
+    res, _ = infer_source(src)
+    assert parse_response(CALL, res.template, prefix=PROMPT)["tool_calls"]
+
+
+def test_a_hub_repo_with_no_template_and_no_gguf_says_so(hub_env, fake_hub):
+    fake_hub.add("test-org/weights", {"README.md": "x", "model.safetensors": b"\0" * 64})
+    with pytest.raises(SourceError, match=r"has no chat template on the Hub \(.*or \.gguf file\)"):
+        resolve("test-org/weights")
