@@ -128,7 +128,10 @@ class FakeHub:
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
         if body and data:
-            h.wfile.write(data)
+            try:
+                h.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # a client that read what it needed and hung up
+                h.close_connection = True
 
 
 @pytest.fixture

@@ -161,3 +161,19 @@ def test_a_hub_repo_with_no_template_and_no_gguf_says_so(hub_env, fake_hub):
     fake_hub.add("test-org/weights", {"README.md": "x", "model.safetensors": b"\0" * 64})
     with pytest.raises(SourceError, match=r"has no chat template on the Hub \(.*or \.gguf file\)"):
         resolve("test-org/weights")
+
+
+def test_a_hub_config_without_a_template_beside_gguf_files_takes_the_gguf_template(hub_env, fake_hub):
+    fake_hub.add("test-org/with-config", {"tokenizer_config.json": {"eos_token": "<|im_end|>"},
+                                          "model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))})
+    src = resolve("test-org/with-config")
+    assert src.template == TOOLS and src.where == "hf://test-org/with-config/model-Q4_0.gguf"
+
+
+def test_a_gguf_repo_offline_is_one_line_saying_what_to_do(hub_env, fake_hub):
+    fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))})
+    assert resolve("test-org/only-gguf").template == TOOLS  # online: the Hub records the absent template files
+    hub_env.offline()
+    with pytest.raises(SourceError, match="offline mode is on .*point at a downloaded .gguf file instead") as err:
+        resolve("test-org/only-gguf")
+    assert "\n" not in str(err.value)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import SourceError
-from .template_source import (STOP_TOKENS, TOOLS_TEMPLATE, TemplateSource, pick_template, stop_tokens_from,
+from .template_source import (STOP_TOKENS, TOOLS_TEMPLATE, NoTemplate, TemplateSource, pick_template, stop_tokens_from,
                               with_tools_template)
 
 MAGIC = b"GGUF"
@@ -217,7 +217,7 @@ def source_from_metadata(meta: dict, where: str, name: str | None = None) -> Tem
         if isinstance(meta.get(SHARD_KEY), int) and meta[SHARD_KEY] > 0:
             raise SourceError(f"is shard {meta[SHARD_KEY] + 1} of a split GGUF model: the chat template is in the first "
                               "shard (…-00001-of-…)", where)
-        raise SourceError(f"GGUF file has no chat template (no {TEMPLATE_KEY} in its metadata)", where)
+        raise NoTemplate(f"GGUF file has no chat template (no {TEMPLATE_KEY} in its metadata)", where)
     tokens = {k: t for k, key in TOKEN_IDS.items() if (t := _token(meta, key)) is not None}
     stops = stop_tokens_from({"eos_token_id": [meta[k] for k in STOP_IDS if isinstance(meta.get(k), int)]},
                              {meta[k]: t for k in STOP_IDS if (t := _token(meta, k)) is not None},

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import SourceError
 from .gguf import gguf_choice, read_metadata, source_from_metadata
 from .local import load_dir, load_path
-from .template_source import TOOLS_TEMPLATE, TemplateSource
+from .template_source import TOOLS_TEMPLATE, NoTemplate, TemplateSource
 
 HUB_FILES = ("tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
              "generation_config.json")  # the last for the tokens the model stops on (``template_source.STOP_TOKENS``)
@@ -90,6 +90,11 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
 
     try:
         src = load_dir(snapshot, name)
+    except NoTemplate as e:  # a config without a template beside the GGUF files that hold it
+        try:
+            return _from_gguf(repo_id, revision, name, label)
+        except NoTemplate:
+            raise SourceError(e.message, relabel(e.where)) from None
     except SourceError as e:
         raise SourceError(e.message, relabel(e.where)) from None
     return dataclasses.replace(src, where=relabel(src.where), notes=tuple(notes))
@@ -279,9 +284,12 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str)
     """A repo of GGUF files only (a llama.cpp quantisation): the chat template is read from the header of one
     of them by byte ranges (a few MB of a file of many GB; ``gguf.read_metadata``). Not cached: such a repo
     needs the Hub each time."""
-    from huggingface_hub import HfApi, hf_hub_url
+    from huggingface_hub import HfApi, constants, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError
 
+    if constants.is_offline_mode():
+        raise SourceError("has no chat template in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE); "
+                          "a GGUF repo is read from the Hub each time: point at a downloaded .gguf file instead", label)
     try:
         names = HfApi().list_repo_files(repo_id, revision=revision)
     except HfHubHTTPError as e:
@@ -294,7 +302,7 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str)
         raise SourceError(f"cannot list the model's files: {_first_line(e)}", label) from None
     chosen = gguf_choice(names)
     if chosen is None:
-        raise SourceError("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
+        raise NoTemplate("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
                           "tokenizer_config.json or .gguf file)", label)
     where = f"hf://{label}/{chosen}"
     return source_from_metadata(read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where), where, name)

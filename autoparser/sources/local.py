@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ..errors import SourceError
 from .gguf import gguf_choice, load_gguf
-from .template_source import (SPECIAL_TOKEN_KEYS, STOP_TOKENS, TOOLS_TEMPLATE, TemplateSource, eos_ids, named_templates,
-                              pick_template, stop_tokens_from, with_tools_template)
+from .template_source import (SPECIAL_TOKEN_KEYS, STOP_TOKENS, TOOLS_TEMPLATE, NoTemplate, TemplateSource, eos_ids,
+                              named_templates, pick_template, stop_tokens_from, with_tools_template)
 
 MAX_FILE = 8 << 20
 
@@ -161,7 +161,7 @@ def _load_dir(path: Path, name: str | None, config: dict, config_path: Path, tok
         return dataclasses.replace(from_config(config, str(config_path), name), response_template=shipped)
     if gguf := gguf_in(path):
         return load_gguf(gguf, name)
-    raise SourceError("no chat template found (looked for chat_template.jinja, chat_template.json, tokenizer_config.json, "
+    raise NoTemplate("no chat template found (looked for chat_template.jinja, chat_template.json, tokenizer_config.json, "
                       "a .gguf file)", str(path))
 
 

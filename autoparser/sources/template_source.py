@@ -18,6 +18,10 @@ SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_t
 STOP_TOKENS = "stop_tokens"
 
 
+class NoTemplate(SourceError):
+    """The source has no chat template at all (where a Hub repo may still hold one in a GGUF file)."""
+
+
 @dataclass(frozen=True)
 class TemplateSource:
     """A chat template and where it came from."""
@@ -85,7 +89,7 @@ def named_templates(value: object, where: str) -> dict[str, str] | None:
             raise SourceError("chat_template list is empty", where)
         return named
     if value is None:
-        raise SourceError("has no chat template", where)
+        raise NoTemplate("has no chat template", where)
     raise SourceError(f"chat_template must be a string or a list of named templates, got {type(value).__name__}", where)
 
 
