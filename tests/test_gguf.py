@@ -15,6 +15,7 @@ import pytest
 from transformers.utils.chat_parsing import parse_response
 
 from autoparser.errors import SourceError
+from autoparser.sources.gguf import added_tokens
 from autoparser.pipeline import infer_source
 from autoparser.sources.hub import resolve
 from autoparser.sources.local import load_path
@@ -177,3 +178,31 @@ def test_a_gguf_repo_offline_is_one_line_saying_what_to_do(hub_env, fake_hub):
     with pytest.raises(SourceError, match="offline mode is on .*point at a downloaded .gguf file instead") as err:
         resolve("test-org/only-gguf")
     assert "\n" not in str(err.value)
+
+
+def test_the_grammar_writes_the_ggufs_control_tokens_as_tokens(tmp_path, capsys):
+    from autoparser.cli.main import main
+
+    gguf = _file(tmp_path / "m.gguf")
+    (tmp_path / "t.jinja").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": {
+        str(i): {"content": t, "special": True} for i, t in enumerate(VOCAB) if t.startswith("<")}}), encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps([{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]), encoding="utf-8")
+    tokens = ["--token", "eos_token=<|im_end|>", "--token", "pad_token=<|endoftext|>", "--token", "stop_tokens=<|endoftext|>"]
+    assert main(["grammar", str(gguf), "--tools", str(tmp_path / "tools.json")]) == 0
+    got = capsys.readouterr()
+    assert main(["grammar", str(tmp_path / "t.jinja"), "--tools", str(tmp_path / "tools.json"), *tokens,
+                 "--tokenizer", str(tmp_path / "tokenizer_config.json")]) == 0
+    want = capsys.readouterr()
+    assert "no tokenizer" not in got.err and got.out == want.out
+    assert "<[2]>" in got.out  # <|im_end|> by its id: a token, never its text spelt out
+
+
+def test_keys_of_an_unexpected_type_are_read_past(tmp_path):
+    meta = {**model_metadata(TOOLS, VOCAB, **IDS), "tokenizer.ggml.token_type": ["3", "3"], "tokenizer.ggml.eos_token_id": "2"}
+    path = tmp_path / "m.gguf"
+    path.write_bytes(gguf_bytes(meta))
+    src = load_path(path)
+    assert src.template == TOOLS and "eos_token" not in src.special_tokens  # an id that is no number names nothing
+    assert added_tokens(path) == {}

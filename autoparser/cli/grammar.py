@@ -38,15 +38,21 @@ def add_arguments(p) -> None:
 
 def source_tokens(args) -> dict | None:
     """The added tokens of ``--tokenizer``, else of the source's own tokenizer files (a model directory,
-    or a Hub id's cached snapshot); None when there is no tokenizer (a bare template file)."""
+    a GGUF file, or a Hub id's cached snapshot); None when there is no tokenizer (a bare template file)."""
     from ..grammar.tokens import added_tokens
+    from ..sources import gguf
+    from ..sources.local import gguf_in, is_gguf
 
     if args.tokenizer:
         return added_tokens(args.tokenizer)
     src = Path(args.source)
     if src.is_dir():
-        return added_tokens(src) if any((src / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")) else None
+        if any((src / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+            return added_tokens(src)
+        return gguf.added_tokens(found) if (found := gguf_in(src)) else None
     if src.exists():
+        if is_gguf(src):  # its control and user-defined tokens
+            return gguf.added_tokens(src)
         return added_tokens(src) if src.name in ("tokenizer.json", "tokenizer_config.json") else None
     try:  # a Hub id: resolve() fetched tokenizer_config.json into the cache
         from huggingface_hub import try_to_load_from_cache

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 
 from ..errors import SourceError
@@ -34,6 +35,10 @@ BLOCK = 1 << 20  # bytes fetched at a time
 TEMPLATE_KEY = "tokenizer.chat_template"
 NAMES_KEY = "tokenizer.chat_templates"  # the names of the other templates, each at TEMPLATE_KEY + "." + name
 TOKENS_KEY = "tokenizer.ggml.tokens"
+TYPES_KEY = "tokenizer.ggml.token_type"  # per token: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
+ADDED_TYPES = (3, 4)  # what a tokenizer.json calls its added tokens: matched whole, never split
+ADDED = "added"  # read_metadata's key for the ids of those tokens
+MAX_ADDED = 1 << 16
 # GGUF's token-id keys, by the special-token name transformers' configs use (the separator key is spelt so
 # in the format). ``eot``/``eom`` are tokens the model stops on beside ``eos``: they end the turn too.
 TOKEN_IDS = {
@@ -160,19 +165,25 @@ def read_metadata(fetch: Callable[[int, int], bytes], where: str) -> dict:
     for _ in range(n_keys):
         key = r.text()
         kind = r.unpack("I")
-        if key == TOKENS_KEY and kind == _ARRAY:
-            at = r.pos
-            if r.unpack("I") == _STRING:
+        if key in (TOKENS_KEY, TYPES_KEY) and kind == _ARRAY:
+            at, item = r.pos, r.unpack("I")
+            if key == TOKENS_KEY and item == _STRING:
                 n = r.count("array length", MAX_STRINGS)
                 vocab = (r.pos, n)
                 r.strings(n)
                 continue
-            r = _Reader(fetch, where, at, r.endian)  # not strings: read past it as any value
+            if key == TYPES_KEY and item in _SCALARS:
+                n = r.count("array length", MAX_ITEMS)
+                types = struct.iter_unpack(r.endian + _SCALARS[item], r.take(struct.calcsize(_SCALARS[item]) * n))
+                out[ADDED] = frozenset(islice((i for i, (t,) in enumerate(types) if t in ADDED_TYPES), MAX_ADDED))
+                continue
+            r = _Reader(fetch, where, at, r.endian)  # another item type: read past it as any value
         wanted = key.startswith(TEMPLATE_KEY) or key in WANTED
         value = _value(r, kind, wanted)
         if wanted:
             out[key] = value
     ids = frozenset(v for k in (*TOKEN_IDS.values(), *STOP_IDS) if isinstance(v := out.get(k), int) and not isinstance(v, bool))
+    ids |= out.get(ADDED, frozenset())
     if vocab and ids:
         out[TOKENS_KEY] = _Reader(fetch, where, vocab[0], r.endian).strings(min(vocab[1], max(ids) + 1), ids)
     return out
@@ -200,7 +211,11 @@ def _remembered(fetch: Callable[[int, int], bytes], keep: int = 16 << 20) -> Cal
 def _token(meta: dict, key: str) -> str | None:
     """The text of the token whose id ``key`` holds, or None (absent, out of range, not UTF-8)."""
     i = meta.get(key)
-    text = meta.get(TOKENS_KEY, {}).get(i) if isinstance(i, int) else None
+    return _text(meta, i) if isinstance(i, int) else None
+
+
+def _text(meta: dict, i: int) -> str | None:
+    text = meta.get(TOKENS_KEY, {}).get(i)
     try:
         return text.decode("utf-8") if text is not None else None
     except UnicodeDecodeError:
@@ -238,17 +253,25 @@ def source_from_metadata(meta: dict, where: str, name: str | None = None) -> Tem
 
 def load_gguf(path: Path, name: str | None = None) -> TemplateSource:
     """A local ``.gguf`` file (of a split model, the first shard: only it holds the tokenizer's metadata)."""
-    where = str(path)
+    return source_from_metadata(_local_metadata(path), str(path), name)
+
+
+def added_tokens(path: Path) -> dict[str, int]:
+    """Text -> id of a local GGUF's control and user-defined tokens: the tokens a grammar writes as tokens."""
+    meta = _local_metadata(path)
+    return {text: i for i in sorted(meta.get(ADDED, ())) if (text := _text(meta, i)) is not None}
+
+
+def _local_metadata(path: Path) -> dict:
     try:
         with path.open("rb") as f:
             def fetch(offset: int, size: int) -> bytes:
                 f.seek(offset)
                 return f.read(size)
 
-            meta = read_metadata(fetch, where)
+            return read_metadata(fetch, str(path))
     except OSError as e:
-        raise SourceError(f"cannot read: {e.strerror or e}", where) from None
-    return source_from_metadata(meta, where, name)
+        raise SourceError(f"cannot read: {e.strerror or e}", str(path)) from None
 
 
 _SPLIT = re.compile(r"-(\d{5})-of-\d{5}\.gguf$")

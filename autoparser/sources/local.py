@@ -184,16 +184,19 @@ def load_path(path: str | Path, name: str | None = None) -> TemplateSource:
         raise SourceError("no such file or directory", str(p))
     if p.suffix == ".json":
         return from_config(_read_json(p), str(p), name)
-    if p.suffix.lower() == ".gguf" or _starts_with(p, b"GGUF"):  # Ollama's blobs have no suffix
+    if is_gguf(p):
         return load_gguf(p, name)
     return TemplateSource(_read_text(p), {}, str(p))
 
 
-def _starts_with(path: Path, magic: bytes) -> bool:
+def is_gguf(path: Path) -> bool:
+    """A ``.gguf`` file, or a file that starts as one (Ollama's blobs have no suffix)."""
+    if path.suffix.lower() == ".gguf":
+        return True
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             return False
         with path.open("rb") as f:
-            return f.read(len(magic)) == magic
+            return f.read(4) == b"GGUF"
     except OSError:
         return False
