@@ -236,6 +236,15 @@ def _refusal(e: BaseException, revision: str | None, label: str) -> SourceError 
     return None
 
 
+def _hub_error(e, revision: str | None, label: str, doing: str) -> SourceError:
+    """The Hub's refusal of the repo or revision (``_refusal``), else its HTTP error while ``doing``."""
+    refusal = _refusal(e, revision, label)
+    if refusal is not None:
+        return refusal
+    status = e.response.status_code if e.response is not None else "?"
+    return SourceError(f"Hub error (HTTP {status}) while {doing}", label)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
@@ -268,11 +277,7 @@ def _fetch(repo_id: str, filename: str, revision: str | None, label: str) -> str
             raise refusal from None
         return _cached(repo_id, filename, revision or "main") or _UNKNOWN
     except HfHubHTTPError as e:
-        refusal = _refusal(e, revision, label)
-        if refusal is not None:
-            raise refusal from None
-        status = e.response.status_code if e.response is not None else "?"
-        raise SourceError(f"Hub error (HTTP {status}) while downloading {filename}", label) from None
+        raise _hub_error(e, revision, label, f"downloading {filename}") from None
     except (OSError, ValueError) as e:
         raise SourceError(f"cannot download {filename}: {_first_line(e)}", label) from None
 
@@ -293,17 +298,13 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str)
     try:
         names = HfApi().list_repo_files(repo_id, revision=revision)
     except HfHubHTTPError as e:
-        refusal = _refusal(e, revision, label)
-        if refusal is not None:
-            raise refusal from None
-        status = e.response.status_code if e.response is not None else "?"
-        raise SourceError(f"Hub error (HTTP {status}) while listing the model's files", label) from None
+        raise _hub_error(e, revision, label, "listing the model's files") from None
     except (OSError, ValueError) as e:
         raise SourceError(f"cannot list the model's files: {_first_line(e)}", label) from None
     chosen = gguf_choice(names)
     if chosen is None:
         raise NoTemplate("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
-                          "tokenizer_config.json or .gguf file)", label)
+                         "tokenizer_config.json or .gguf file)", label)
     where = f"hf://{label}/{chosen}"
     return source_from_metadata(read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where), where, name)
 
@@ -331,11 +332,7 @@ def _ranges(url: str, where: str):
                         break
                 return bytes(data[skip:skip + size])
         except HfHubHTTPError as e:
-            refusal = _refusal(e, None, where)
-            if refusal is not None:
-                raise refusal from None
-            status = e.response.status_code if e.response is not None else "?"
-            raise SourceError(f"Hub error (HTTP {status}) while reading the GGUF header", where) from None
+            raise _hub_error(e, None, where, "reading the GGUF header") from None
         except Exception as e:  # noqa: BLE001 - the HTTP library's connection and timeout errors, each its own class
             raise SourceError(f"cannot read the GGUF header: {_first_line(e)}", where) from None
 
