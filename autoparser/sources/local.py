@@ -1,5 +1,6 @@
 """Turn what the user points at (a .jinja file, a tokenizer_config.json, a chat_template.json, a model
-directory, or raw text) into the chat template text plus the special tokens it reads."""
+directory, or raw text) into the chat template text plus the special tokens it reads; a GGUF file, or a
+directory holding only GGUF files, is handed to ``gguf``."""
 
 from __future__ import annotations
 
