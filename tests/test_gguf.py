@@ -5,6 +5,7 @@ with transformers' own ``parse_response``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 import subprocess
@@ -206,3 +207,48 @@ def test_keys_of_an_unexpected_type_are_read_past(tmp_path):
     src = load_path(path)
     assert src.template == TOOLS and "eos_token" not in src.special_tokens  # an id that is no number names nothing
     assert added_tokens(path) == {}
+
+
+# ----------------------------------------------------------------------------------------------- Ollama's store
+def _pull(models: Path, manifest: tuple[str, ...], data: bytes | None) -> str:
+    """What ``ollama pull`` leaves: the GGUF as a content-addressed blob, a manifest naming it among other layers."""
+    digest = hashlib.sha256(data or b"").hexdigest()
+    (models / "blobs").mkdir(parents=True, exist_ok=True)
+    if data is not None:
+        (models / "blobs" / f"sha256-{digest}").write_bytes(data)
+    (models / "blobs" / "sha256-template").write_text("{{ .Prompt }}")  # Ollama's Go template: never read
+    path = models.joinpath("manifests", *manifest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schemaVersion": 2, "layers": [
+        {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256-template"},
+        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}", "size": len(data or b"")}]}))
+    return digest
+
+
+@pytest.mark.parametrize("name, manifest", [
+    ("qwen3", ("registry.ollama.ai", "library", "qwen3", "latest")),
+    ("qwen3:8b", ("registry.ollama.ai", "library", "qwen3", "8b")),
+    ("someone/tuned:q4", ("registry.ollama.ai", "someone", "tuned", "q4")),
+    ("hf.co/org/Model-GGUF:Q4_K_M", ("hf.co", "org", "Model-GGUF", "Q4_K_M")),
+])
+def test_a_model_ollama_pulled_is_read_from_its_store(tmp_path, monkeypatch, name, manifest):
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path))
+    _pull(tmp_path, manifest, gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS)))
+    src = resolve(f"ollama:{name}")
+    assert (src.template, src.where, src.special_tokens["eos_token"]) == (TOOLS, f"ollama:{name}", "<|im_end|>")
+
+
+def test_ollama_names_that_cannot_be_read_are_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "nowhere"))
+    with pytest.raises(SourceError, match="no Ollama model store at .*set OLLAMA_MODELS"):
+        resolve("ollama:qwen3")
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path))
+    _pull(tmp_path, ("registry.ollama.ai", "library", "gone", "latest"), None)
+    for name, message in [("qwen3", r"not pulled: no manifest at .*\(ollama pull qwen3\)"),
+                          ("gone", "its model layer .* is missing"), ("../../etc/passwd", "is not an Ollama model name"),
+                          ("", "is not an Ollama model name")]:
+        with pytest.raises(SourceError, match=message) as err:
+            resolve(f"ollama:{name}")
+        assert "\n" not in str(err.value)
+    with pytest.raises(SourceError, match="--revision names a Hub revision"):
+        resolve("ollama:qwen3", revision="main")

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import SourceError
+from . import ollama
 from .gguf import gguf_choice, read_metadata, source_from_metadata
 from .local import load_dir, load_path
 from .template_source import TOOLS_TEMPLATE, NoTemplate, TemplateSource
@@ -40,7 +41,11 @@ _UNKNOWN = "unknown"  # offline or unreachable, and the cache does not know
 
 
 def resolve(source: str, revision: str | None = None, name: str | None = None) -> TemplateSource:
-    """A local file or directory if ``source`` exists, else a Hub model id."""
+    """A local file or directory if ``source`` exists, a model Ollama pulled (``ollama:NAME``), else a Hub model id."""
+    if source.startswith(ollama.PREFIX) and not Path(source).exists():
+        if revision:
+            raise SourceError("--revision names a Hub revision; an Ollama model is named by its tag (ollama:NAME:TAG)", source)
+        return ollama.load_ollama(source[len(ollama.PREFIX):], name)
     if Path(source).exists():
         return load_path(source, name)
     if _looks_local(source):
