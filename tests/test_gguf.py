@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import struct
 import subprocess
 import sys
@@ -115,6 +116,7 @@ BROKEN = {
                                "array length of 1099511627776 is over the limit"),
     "a key count of a terabyte": (lambda: _header(n_keys=1 << 40), "metadata key count"),
     "an unknown value type": (lambda: _header() + _key("x", 99), "unknown type 99"),
+    "arrays nested 100000 deep": (lambda: _header() + _key("x", 9) + struct.pack("<IQ", 9, 1) * 100000, "nest over 8 deep"),
     "a template not UTF-8": (lambda: _header() + _key("tokenizer.chat_template", 8) + struct.pack("<Q", 2) + b"\xff\xfe",
                              "not UTF-8"),
     "no template": (lambda: gguf_bytes({"general.architecture": "llama"}), "has no chat template"),
@@ -130,6 +132,35 @@ def test_a_broken_gguf_is_one_line(tmp_path, case):
     with pytest.raises(SourceError, match=message) as err:
         load_path(path)
     assert err.value.where == str(path) and "\n" not in str(err.value)
+
+
+def test_any_damage_to_a_header_is_a_source_error_or_nothing(tmp_path):
+    """Seeded mutations of a real header (bytes overwritten, cut, dropped): reading never raises anything but
+    SourceError, and what reads is a template."""
+    good = gguf_bytes(model_metadata([{"name": "default", "template": DEFAULT}, {"name": "tool_use", "template": TOOLS}],
+                                     VOCAB, **IDS))
+    rng, path, outcomes = random.Random(7), tmp_path / "m.gguf", set()
+    for _ in range(400):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(data))
+            how = rng.random()
+            if how < 0.5:
+                data[at] = rng.randrange(256)
+            elif how < 0.8:
+                data[at:at + 8] = struct.pack("<Q", rng.choice([0, 1, 2**31, 2**63, rng.randrange(2**64)]))
+            else:
+                del data[at:at + rng.randint(1, 64)]
+        path.write_bytes(bytes(data[:rng.randrange(len(data) + 1)] if rng.random() < 0.2 else data))
+        try:
+            src = load_path(path)
+        except SourceError as e:
+            assert "\n" not in str(e)
+            outcomes.add("error")
+        else:
+            assert isinstance(src.template, str)
+            outcomes.add("read")
+    assert outcomes == {"error", "read"}
 
 
 def test_the_cli_says_one_line_for_a_broken_gguf(tmp_path):

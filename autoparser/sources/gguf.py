@@ -7,9 +7,9 @@ tensors, so a 40 GB file costs a few MB of reads, and a file on the Hub is read 
 (``sources/hub.py``).
 
 The file is untrusted: every length and count is bounded before it is used (``MAX_METADATA`` read in all,
-``MAX_STRING`` per string, ``MAX_STRINGS`` per array of strings, ``MAX_KEYS`` keys), so a corrupt or hostile
-header is one ``SourceError`` within seconds, never a huge allocation or an endless read; what is held at once
-is a few blocks (``_remembered``), never the vocabulary.
+``MAX_STRING`` per string, ``MAX_STRINGS`` per array of strings, ``MAX_KEYS`` keys, ``MAX_DEPTH`` arrays deep),
+so a corrupt or hostile header is one ``SourceError`` within seconds, never a huge allocation or an endless
+read; what is held at once is a few blocks (``_remembered``), never the vocabulary.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ MAX_STRING = 8 << 20  # a chat template or any other string
 MAX_ITEMS = 1 << 24  # items in one array of numbers
 MAX_STRINGS = 1 << 21  # strings in one array (8 times the largest vocabulary; each costs a step)
 MAX_KEYS = 1 << 16  # metadata keys (a model has a few dozen)
+MAX_DEPTH = 8  # arrays of arrays (llama.cpp writes none)
 BLOCK = 1 << 20  # bytes fetched at a time
 
 TEMPLATE_KEY = "tokenizer.chat_template"
@@ -122,12 +123,17 @@ class _Reader:
             raise SourceError(f"GGUF string is not UTF-8 (byte {e.start})", self.where) from None
 
 
-def _value(r: _Reader, kind: int, keep: bool):
+def _value(r: _Reader, kind: int, keep: bool, depth: int = 0):
     """A value of type ``kind``, or None where not ``keep`` (an array is never kept: none is needed)."""
     if kind in _SCALARS:
         return r.unpack(_SCALARS[kind])
     if kind == _STRING:
-        return r.text() if keep else r.string() and None
+        if keep:
+            return r.text()
+        r.string()
+        return None
+    if kind == _ARRAY and depth >= MAX_DEPTH:
+        raise SourceError(f"GGUF arrays nest over {MAX_DEPTH} deep (a corrupt header?)", r.where)
     if kind == _ARRAY:
         item = r.unpack("I")
         n = r.count("array length", MAX_ITEMS if item in _SCALARS else MAX_STRINGS)
@@ -137,7 +143,7 @@ def _value(r: _Reader, kind: int, keep: bool):
             r.strings(n)
         else:
             for _ in range(n):
-                _value(r, item, False)
+                _value(r, item, False, depth + 1)
         return None
     raise SourceError(f"GGUF value of unknown type {kind} (a corrupt header, or a newer GGUF version)", r.where)
 
