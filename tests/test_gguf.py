@@ -283,3 +283,39 @@ def test_ollama_names_that_cannot_be_read_are_one_line(tmp_path, monkeypatch):
         assert "\n" not in str(err.value)
     with pytest.raises(SourceError, match="--revision names a Hub revision"):
         resolve("ollama:qwen3", revision="main")
+
+
+# --------------------------------------------------------------------------- a quantisation tag, a Hub page's URL
+def _gguf_repo(fake_hub) -> None:
+    data = gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS), tensor_bytes=4096)
+    fake_hub.add("test-org/model-GGUF", {"README.md": "q", "model-IQ4_XS.gguf": data, "model-Q8_0.gguf": data,
+                                         "Q4_K_M/model-Q4_K_M-00001-of-00002.gguf": data,
+                                         "Q4_K_M/model-Q4_K_M-00002-of-00002.gguf": gguf_bytes({"split.no": 1})})
+    fake_hub.add("test-org/plain", {"chat_template.jinja": TOOLS, "tokenizer_config.json": {"eos_token": "<|im_end|>"}})
+
+
+def test_a_quantisation_tag_names_the_gguf_file_read(hub_env, fake_hub):
+    _gguf_repo(fake_hub)
+    assert resolve("test-org/model-GGUF:q8_0").where == "hf://test-org/model-GGUF/model-Q8_0.gguf"
+    assert resolve("test-org/model-GGUF:Q4_K_M").where == "hf://test-org/model-GGUF/Q4_K_M/model-Q4_K_M-00001-of-00002.gguf"
+    with pytest.raises(SourceError, match=r"has no .gguf file named for 'Q4_XS' \(has model-IQ4_XS.gguf, "):
+        resolve("test-org/model-GGUF:Q4_XS")  # a whole word of the name, not a part of IQ4_XS
+
+
+def test_a_hub_pages_url_names_its_model_revision_or_gguf_file(hub_env, fake_hub):
+    _gguf_repo(fake_hub)
+    hub = fake_hub.url
+    assert resolve(f"{hub}/test-org/plain").template == TOOLS
+    assert resolve(f"{hub}/test-org/plain/tree/main").template == TOOLS
+    assert resolve(f"{hub}/test-org/plain/blob/main/chat_template.jinja?plain=1").where == "hf://test-org/plain@main/chat_template.jinja"
+    assert resolve(f"{hub}/test-org/model-GGUF/blob/main/model-Q8_0.gguf").where == "hf://test-org/model-GGUF@main/model-Q8_0.gguf"
+    assert resolve(f"{hub}/test-org/model-GGUF/resolve/main/model-IQ4_XS.gguf").template == TOOLS
+    for url, message in [("https://huggingface.co/datasets/org/data", "is a dataset's URL, not a model's"),
+                         ("https://example.com/org/name", "is not a Hugging Face Hub URL"),
+                         (f"{hub}/test-org/plain/commits/main", "is not a model's Hub URL"),
+                         (f"{hub}/test-org", "is not a model's Hub URL")]:
+        with pytest.raises(SourceError, match=message) as err:
+            resolve(url)
+        assert err.value.where == url
+    with pytest.raises(SourceError, match="names revision 'main', and --revision 'v2'"):
+        resolve(f"{hub}/test-org/plain/tree/main", revision="v2")

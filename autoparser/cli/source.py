@@ -8,7 +8,8 @@ import sys
 from ..errors import AutoparserError
 from ..sources.template_source import STOP_TOKENS
 
-SOURCE_HELP = ".jinja file, tokenizer_config.json, chat_template.json, .gguf file, model directory, ollama:NAME[:TAG] or Hub id"
+SOURCE_HELP = (".jinja file, tokenizer_config.json, chat_template.json, .gguf file, model directory, ollama:NAME[:TAG], "
+               "Hub id (ORG/NAME, ORG/NAME:QUANT for one GGUF) or Hub URL")
 TOKEN_HELP = ("a special token the template reads, e.g. eos_token='</s>', or stop_tokens='<|eom_id|>': another token the model "
               "stops on (repeatable; model dirs and Hub ids bring theirs, from generation_config.json)")
 

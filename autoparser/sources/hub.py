@@ -48,9 +48,46 @@ def resolve(source: str, revision: str | None = None, name: str | None = None) -
         return ollama.load_ollama(source[len(ollama.PREFIX):], name)
     if Path(source).exists():
         return load_path(source, name)
+    if (ref := _reference(source, revision)) is not None:
+        repo_id, revision, file, quant = ref
+        if file or quant:
+            return _from_gguf(repo_id, revision, name, source, file=file, quant=quant)
+        return from_hub(repo_id, revision, name)
     if _looks_local(source):
         raise SourceError("no such file or directory", source)
     return from_hub(source, revision, name)
+
+
+_QUANT = re.compile(r"(?P<repo>[\w.\-]+/[\w.\-]+):(?P<quant>[\w.\-]+)")  # llama.cpp's ``-hf ORG/NAME:Q4_K_M``
+_URL = re.compile(r"https?://(?P<host>[^/?#]+)/(?P<path>[^?#]*)(?:[?#].*)?")
+_HUB_HOSTS = ("huggingface.co", "www.huggingface.co", "hf.co")
+
+
+def _reference(source: str, revision: str | None) -> tuple[str, str | None, str | None, str | None] | None:
+    """What a Hub URL or a quantisation-tagged id names: (repo id, revision, a GGUF file, a quantisation); None
+    for anything else. A page's URL names its repo (``/ORG/NAME``), a revision (``/tree/REV``) or a file
+    (``/blob/REV/PATH``, ``/resolve/REV/PATH``); only a GGUF file is read as itself, any other names its repo."""
+    from urllib.parse import unquote, urlsplit
+
+    if m := _QUANT.fullmatch(source):
+        return m["repo"], revision, None, m["quant"]
+    m = _URL.fullmatch(source)
+    if m is None:
+        return None
+    from huggingface_hub import constants
+
+    if m["host"].lower() not in (*_HUB_HOSTS, urlsplit(constants.ENDPOINT).netloc.lower()):
+        raise SourceError(f"is not a Hugging Face Hub URL (host {m['host']}); give a model id, a Hub URL or a local path", source)
+    parts = [unquote(p) for p in m["path"].split("/") if p]
+    if parts[:1] in (["datasets"], ["spaces"]):
+        raise SourceError(f"is a {parts[0][:-1]}'s URL, not a model's", source)
+    if len(parts) < 2 or (len(parts) > 2 and (parts[2] not in ("tree", "blob", "resolve") or len(parts) < 4)):
+        raise SourceError("is not a model's Hub URL (https://huggingface.co/ORG/NAME[/tree/REV | /blob/REV/FILE])", source)
+    asked = parts[3] if len(parts) > 3 else None
+    if asked and revision and asked != revision:
+        raise SourceError(f"names revision {asked!r}, and --revision {revision!r}", source)
+    file = "/".join(parts[4:]) if parts[2:3] in (["blob"], ["resolve"]) else ""
+    return f"{parts[0]}/{parts[1]}", asked or revision, file if file.lower().endswith(".gguf") else None, None
 
 
 def _looks_local(source: str) -> bool:
@@ -290,10 +327,11 @@ def _fetch(repo_id: str, filename: str, revision: str | None, label: str) -> str
 GGUF_READ = 30.0  # seconds one byte-range read of a GGUF header may take
 
 
-def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str) -> TemplateSource:
+def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str, *, file: str | None = None,
+               quant: str | None = None) -> TemplateSource:
     """A repo of GGUF files only (a llama.cpp quantisation): the chat template is read from the header of one
-    of them by byte ranges (a few MB of a file of many GB; ``gguf.read_metadata``). Not cached: such a repo
-    needs the Hub each time."""
+    of them by byte ranges (a few MB of a file of many GB; ``gguf.read_metadata``): ``file``, else one whose
+    name holds ``quant``, else any (they hold the same template). Not cached: such a repo needs the Hub each time."""
     from huggingface_hub import HfApi, constants, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -301,16 +339,23 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str)
         raise SourceError("has no chat template in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE); "
                           "a GGUF repo is read from the Hub each time: point at a downloaded .gguf file instead", label)
     try:
-        names = HfApi().list_repo_files(repo_id, revision=revision)
+        names = [file] if file else HfApi().list_repo_files(repo_id, revision=revision)
     except HfHubHTTPError as e:
         raise _hub_error(e, revision, label, "listing the model's files") from None
     except (OSError, ValueError) as e:
         raise SourceError(f"cannot list the model's files: {_first_line(e)}", label) from None
-    chosen = gguf_choice(names)
+    if quant:
+        word = re.compile(rf"(?<![a-z0-9]){re.escape(quant)}(?![a-z0-9])", re.IGNORECASE)  # Q4_K_M, not IQ4_K_M
+        tagged = [n for n in names if word.search(Path(n).name)]
+        if not tagged and gguf_choice(names):
+            have = sorted(Path(n).name for n in names if n.lower().endswith(".gguf"))
+            raise SourceError(f"has no .gguf file named for {quant!r} (has {', '.join(have[:8])}{', …' if len(have) > 8 else ''})", label)
+        names = tagged
+    chosen = file or gguf_choice(names)
     if chosen is None:
         raise NoTemplate("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
                          "tokenizer_config.json or .gguf file)", label)
-    where = f"hf://{label}/{chosen}"
+    where = f"hf://{repo_id}{'@' + revision if revision else ''}/{chosen}"
     return source_from_metadata(read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where), where, name)
 
 
