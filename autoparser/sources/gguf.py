@@ -31,7 +31,8 @@ MAX_ITEMS = 1 << 24  # items in one array of numbers
 MAX_STRINGS = 1 << 21  # strings in one array (8 times the largest vocabulary; each costs a step)
 MAX_KEYS = 1 << 16  # metadata keys (a model has a few dozen)
 MAX_DEPTH = 8  # arrays of arrays (llama.cpp writes none)
-BLOCK = 1 << 20  # bytes fetched at a time
+BLOCK = 1 << 20  # bytes fetched at a time from a file
+REMOTE_BLOCK = 4 << 20  # ... over HTTP, where each block is a round trip (a 150k vocabulary's header is ~6 MB)
 
 TEMPLATE_KEY = "tokenizer.chat_template"
 NAMES_KEY = "tokenizer.chat_templates"  # the names of the other templates, each at TEMPLATE_KEY + "." + name
@@ -64,8 +65,8 @@ class _Reader:
     """Sequential reads over ``fetch(offset, size)`` from ``at``, a block at a time, within ``MAX_METADATA``;
     it holds one block (or one string) at a time."""
 
-    def __init__(self, fetch: Callable[[int, int], bytes], where: str, at: int = 0, endian: str = "<"):
-        self.fetch, self.where, self.endian = fetch, where, endian
+    def __init__(self, fetch: Callable[[int, int], bytes], where: str, at: int = 0, endian: str = "<", block: int = BLOCK):
+        self.fetch, self.where, self.endian, self.block = fetch, where, endian, block
         self.buf, self.start, self.pos = b"", at, at
 
     def take(self, n: int) -> bytes:
@@ -74,7 +75,7 @@ class _Reader:
             raise SourceError(f"GGUF metadata runs past {MAX_METADATA >> 20} MB (a corrupt header?)", self.where)
         while end > self.start + len(self.buf):
             have = self.buf[self.pos - self.start:]
-            more = self.fetch(self.pos + len(have), max(BLOCK, n - len(have)))
+            more = self.fetch(self.pos + len(have), max(self.block, n - len(have)))
             if not more:
                 raise SourceError("GGUF file ends inside its metadata (truncated or not a GGUF file)", self.where)
             self.buf, self.start = have + more, self.pos
@@ -148,12 +149,12 @@ def _value(r: _Reader, kind: int, keep: bool, depth: int = 0):
     raise SourceError(f"GGUF value of unknown type {kind} (a corrupt header, or a newer GGUF version)", r.where)
 
 
-def read_metadata(fetch: Callable[[int, int], bytes], where: str) -> dict:
+def read_metadata(fetch: Callable[[int, int], bytes], where: str, block: int = BLOCK) -> dict:
     """The metadata keys this module uses (templates, token ids), every other key read past unkept; the ids'
     token texts under ``TOKENS_KEY`` (id -> bytes), read again from the vocabulary once the ids are known (they
     follow it in the files llama.cpp writes), so no vocabulary is ever held."""
     fetch = _remembered(fetch)
-    r = _Reader(fetch, where)
+    r = _Reader(fetch, where, block=block)
     if r.take(4) != MAGIC:
         raise SourceError("not a GGUF file (no GGUF magic at its start)", where)
     raw = r.take(4)
@@ -183,7 +184,7 @@ def read_metadata(fetch: Callable[[int, int], bytes], where: str) -> dict:
                 types = struct.iter_unpack(r.endian + _SCALARS[item], r.take(struct.calcsize(_SCALARS[item]) * n))
                 out[ADDED] = frozenset(islice((i for i, (t,) in enumerate(types) if t in ADDED_TYPES), MAX_ADDED))
                 continue
-            r = _Reader(fetch, where, at, r.endian)  # another item type: read past it as any value
+            r = _Reader(fetch, where, at, r.endian, block)  # another item type: read past it as any value
         wanted = key.startswith(TEMPLATE_KEY) or key in WANTED
         value = _value(r, kind, wanted)
         if wanted:
@@ -191,7 +192,7 @@ def read_metadata(fetch: Callable[[int, int], bytes], where: str) -> dict:
     ids = frozenset(v for k in (*TOKEN_IDS.values(), *STOP_IDS) if isinstance(v := out.get(k), int) and not isinstance(v, bool))
     ids |= out.get(ADDED, frozenset())
     if vocab and ids:
-        out[TOKENS_KEY] = _Reader(fetch, where, vocab[0], r.endian).strings(min(vocab[1], max(ids) + 1), ids)
+        out[TOKENS_KEY] = _Reader(fetch, where, vocab[0], r.endian, block).strings(min(vocab[1], max(ids) + 1), ids)
     return out
 
 

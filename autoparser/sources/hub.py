@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import SourceError
 from . import ollama
-from .gguf import gguf_choice, read_metadata, source_from_metadata
+from .gguf import REMOTE_BLOCK, gguf_choice, read_metadata, source_from_metadata
 from .local import load_dir, load_path
 from .template_source import TOOLS_TEMPLATE, NoTemplate, TemplateSource
 
@@ -356,7 +356,8 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str,
         raise NoTemplate("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
                          "tokenizer_config.json or .gguf file)", label)
     where = f"hf://{repo_id}{'@' + revision if revision else ''}/{chosen}"
-    return source_from_metadata(read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where), where, name)
+    meta = read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where, REMOTE_BLOCK)
+    return source_from_metadata(meta, where, name)
 
 
 def _ranges(url: str, where: str):
