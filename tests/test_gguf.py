@@ -298,6 +298,8 @@ def test_a_quantisation_tag_names_the_gguf_file_read(hub_env, fake_hub):
     _gguf_repo(fake_hub)
     assert resolve("test-org/model-GGUF:q8_0").where == "hf://test-org/model-GGUF/model-Q8_0.gguf"
     assert resolve("test-org/model-GGUF:Q4_K_M").where == "hf://test-org/model-GGUF/Q4_K_M/model-Q4_K_M-00001-of-00002.gguf"
+    assert resolve("hf.co/test-org/model-GGUF:Q8_0").where == "hf://test-org/model-GGUF/model-Q8_0.gguf"  # as Ollama names it
+    assert resolve("hf.co/test-org/plain").template == TOOLS
     with pytest.raises(SourceError, match=r"has no .gguf file named for 'Q4_XS' \(has model-IQ4_XS.gguf, "):
         resolve("test-org/model-GGUF:Q4_XS")  # a whole word of the name, not a part of IQ4_XS
 

@@ -58,7 +58,9 @@ def resolve(source: str, revision: str | None = None, name: str | None = None) -
     return from_hub(source, revision, name)
 
 
-_QUANT = re.compile(r"(?P<repo>[\w.\-]+/[\w.\-]+):(?P<quant>[\w.\-]+)")  # llama.cpp's ``-hf ORG/NAME:Q4_K_M``
+# llama.cpp's ``-hf ORG/NAME:Q4_K_M``; Ollama's ``hf.co/ORG/NAME:Q4_K_M`` (the tag optional there)
+_QUANT = re.compile(r"(?:(?:hf\.co|huggingface\.co)/)?(?P<repo>[\w.\-]+/[\w.\-]+):(?P<quant>[\w.\-]+)"
+                    r"|(?:hf\.co|huggingface\.co)/(?P<bare>[\w.\-]+/[\w.\-]+)")
 _URL = re.compile(r"https?://(?P<host>[^/?#]+)/(?P<path>[^?#]*)(?:[?#].*)?")
 _HUB_HOSTS = ("huggingface.co", "www.huggingface.co", "hf.co")
 
@@ -70,7 +72,7 @@ def _reference(source: str, revision: str | None) -> tuple[str, str | None, str 
     from urllib.parse import unquote, urlsplit
 
     if m := _QUANT.fullmatch(source):
-        return m["repo"], revision, None, m["quant"]
+        return m["repo"] or m["bare"], revision, None, m["quant"]
     m = _URL.fullmatch(source)
     if m is None:
         return None
