@@ -7,6 +7,7 @@ import importlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -142,6 +143,26 @@ def fake_hub():
     hub = FakeHub()
     yield hub
     hub.stop()
+
+
+@pytest.fixture
+def closed_port():
+    """An endpoint whose connections are refused: the port was bound, then let go."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def silent_hub():
+    """An endpoint that accepts connections (the kernel queues them) and never answers a request."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    yield f"http://127.0.0.1:{s.getsockname()[1]}"
+    s.close()
 
 
 class HubEnv:

@@ -11,6 +11,7 @@ import random
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from transformers.utils.chat_parsing import parse_response
 from autoparser.errors import SourceError
 from autoparser.sources.gguf import REMOTE_BLOCK, added_tokens
 from autoparser.pipeline import infer_source
-from autoparser.sources.hub import resolve
+from autoparser.sources.hub import HUB_WAIT, resolve
 from autoparser.sources.local import load_path
 from autoparser.sources.template_source import STOP_TOKENS, TemplateSource
 
@@ -321,3 +322,12 @@ def test_a_hub_pages_url_names_its_model_revision_or_gguf_file(hub_env, fake_hub
         assert err.value.where == url
     with pytest.raises(SourceError, match="names revision 'main', and --revision 'v2'"):
         resolve(f"{hub}/test-org/plain/tree/main", revision="v2")
+
+
+@pytest.mark.parametrize("endpoint", ["closed_port", "silent_hub"])
+def test_an_unreachable_hub_is_one_line_within_seconds_for_a_quantisation_too(hub_env, endpoint, request):
+    hub_env.point_at(request.getfixturevalue(endpoint))
+    t0 = time.monotonic()
+    with pytest.raises(SourceError, match="cannot reach the Hub") as err:
+        resolve("test-org/model-GGUF:Q8_0")
+    assert time.monotonic() - t0 < HUB_WAIT + 3 and err.value.where == "test-org/model-GGUF:Q8_0"

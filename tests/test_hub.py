@@ -6,7 +6,6 @@ The Hub is ``fake_hub`` (a real HTTP server, see conftest.py); huggingface_hub i
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
@@ -155,26 +154,6 @@ def test_second_resolve_uses_cached_files(hub_env, fake_hub, qwen3):
 
 
 # -- a Hub that cannot be reached: seconds, one line, the cache answers ------------------------------------------
-
-@pytest.fixture
-def closed_port():
-    """An endpoint whose connections are refused: the port was bound, then let go."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}"
-
-
-@pytest.fixture
-def silent_hub():
-    """An endpoint that accepts connections (the kernel queues them) and never answers a request."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(64)
-    yield f"http://127.0.0.1:{s.getsockname()[1]}"
-    s.close()
-
 
 def _only_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "PyTorch" not in line]

@@ -51,6 +51,7 @@ def resolve(source: str, revision: str | None = None, name: str | None = None) -
     if (ref := _reference(source, revision)) is not None:
         repo_id, revision, file, quant = ref
         if file or quant:
+            _reachable(repo_id, revision, source)
             return _from_gguf(repo_id, revision, name, source, file=file, quant=quant)
         return from_hub(repo_id, revision, name)
     if _looks_local(source):
@@ -171,6 +172,18 @@ def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) ->
             if _COMMIT.fullmatch(snapshot.name):
                 rev = snapshot.name  # pin the rest to the same commit (and skip their network calls once cached)
     return files, []
+
+
+def _reachable(repo_id: str, revision: str | None, label: str) -> None:
+    """The Hub asked once, as ``_files`` asks it, before a GGUF is listed and read (huggingface_hub would retry
+    an unreachable Hub for half a minute, printing each retry); offline, ``_from_gguf`` says so itself."""
+    from huggingface_hub import constants
+
+    if not constants.is_offline_mode():
+        try:
+            _asked(repo_id, revision, label, _wait(cached=False))
+        except _Unreachable as e:
+            raise SourceError(_unreachable(str(e)), label) from None
 
 
 def _wait(cached: bool) -> float:
