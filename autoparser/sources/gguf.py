@@ -21,8 +21,7 @@ from itertools import islice
 from pathlib import Path
 
 from ..errors import SourceError
-from .template_source import (STOP_TOKENS, TOOLS_TEMPLATE, NoTemplate, TemplateSource, pick_template, stop_tokens_from,
-                              with_tools_template)
+from .template_source import STOP_TOKENS, NoTemplate, TemplateSource, choose, stop_tokens_from
 
 MAGIC = b"GGUF"
 MAX_METADATA = 64 << 20  # bytes of metadata read in all (a 262k vocabulary with its merges and scores is ~10 MB)
@@ -218,7 +217,7 @@ def _remembered(fetch: Callable[[int, int], bytes], keep: int = 16 << 20) -> Cal
 def _token(meta: dict, key: str) -> str | None:
     """The text of the token whose id ``key`` holds, or None (absent, out of range, not UTF-8)."""
     i = meta.get(key)
-    return _text(meta, i) if isinstance(i, int) else None
+    return _text(meta, i) if isinstance(i, int) and not isinstance(i, bool) else None
 
 
 def _text(meta: dict, i: int) -> str | None:
@@ -231,7 +230,7 @@ def _text(meta: dict, i: int) -> str | None:
 
 def source_from_metadata(meta: dict, where: str, name: str | None = None) -> TemplateSource:
     """The TemplateSource a GGUF's metadata describes, choosing a named template as a tokenizer config's
-    list would be chosen (``template_source.pick_template``: ``tool_use`` where no name is asked)."""
+    list is (``template_source.choose``: ``tool_use`` where no name is asked)."""
     default = meta.get(TEMPLATE_KEY)
     named = {k[len(TEMPLATE_KEY) + 1:]: v for k, v in meta.items()
              if k.startswith(TEMPLATE_KEY + ".") and isinstance(v, str)}
@@ -246,16 +245,9 @@ def source_from_metadata(meta: dict, where: str, name: str | None = None) -> Tem
                              tokens.get("eos_token"))
     if stops:
         tokens[STOP_TOKENS] = stops
-    if not named:
-        template, chosen = pick_template(default, name, where)
-        return TemplateSource(template, tokens, where, chosen)
-    if isinstance(default, str):
+    if named and isinstance(default, str):
         named = {"default": default, **named}
-    if name is None and TOOLS_TEMPLATE in named:
-        return with_tools_template(TemplateSource(named.get("default", named[TOOLS_TEMPLATE]), tokens, where, "default"),
-                                   named[TOOLS_TEMPLATE], where)
-    template, chosen = pick_template(None, name, where, named)
-    return TemplateSource(template, tokens, where, chosen)
+    return choose(default, name, tokens, where, named or None)
 
 
 def load_gguf(path: Path, name: str | None = None) -> TemplateSource:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..errors import SourceError
 from .gguf import gguf_choice, load_gguf
-from .template_source import (SPECIAL_TOKEN_KEYS, STOP_TOKENS, TOOLS_TEMPLATE, NoTemplate, TemplateSource, eos_ids,
-                              named_templates, pick_template, stop_tokens_from, with_tools_template)
+from .template_source import (SPECIAL_TOKEN_KEYS, STOP_TOKENS, TOOLS_TEMPLATE, NoTemplate, TemplateSource, choose,
+                              eos_ids, stop_tokens_from, with_tools_template)
 
 MAX_FILE = 8 << 20
 
@@ -113,12 +113,7 @@ def from_config(config: object, where: str, name: str | None = None, special_tok
     if not isinstance(config, dict):
         raise SourceError(f"expected a JSON object, got {type(config).__name__}", where)
     tokens = {**special_tokens_from_config(config), **(special_tokens or {})}
-    value = config.get("chat_template")
-    named = named_templates(value, where)
-    if name is None and named and TOOLS_TEMPLATE in named:
-        return with_tools_template(TemplateSource(named.get("default", named[TOOLS_TEMPLATE]), tokens, where, "default"), named[TOOLS_TEMPLATE], where)
-    template, chosen = pick_template(value, name, where, named)
-    return TemplateSource(template, tokens, where, chosen)
+    return choose(config.get("chat_template"), name, tokens, where)
 
 
 def load_dir(path: Path, name: str | None = None) -> TemplateSource:

@@ -9,6 +9,7 @@ beside it is Ollama's own rewrite in Go's template language, which no Jinja rend
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -67,5 +68,4 @@ def load_ollama(name: str, template_name: str | None = None) -> TemplateSource:
     blob = store() / "blobs" / f"sha256-{found[1]}"
     if not blob.is_file():
         raise SourceError(f"its model layer {blob} is missing (ollama pull {name} again)", where)
-    src = load_gguf(blob, template_name)
-    return TemplateSource(src.template, src.special_tokens, where, src.name, plain=src.plain)
+    return dataclasses.replace(load_gguf(blob, template_name), where=where)

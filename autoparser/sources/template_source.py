@@ -99,3 +99,16 @@ def with_tools_template(default: TemplateSource, tools: str, where: str) -> Temp
     if default.template == tools:
         return dataclasses.replace(default, name=TOOLS_TEMPLATE, where=where)
     return dataclasses.replace(default, template=tools, where=where, name=TOOLS_TEMPLATE, plain=default.template)
+
+
+def choose(value: object, name: str | None, tokens: dict[str, str], where: str,
+           named: dict[str, str] | None = None) -> TemplateSource:
+    """The source a config's ``chat_template`` (a string, or templates by name: ``named`` where already read)
+    gives: the one named, else ``TOOLS_TEMPLATE`` where there is one (``with_tools_template``), else ``default``.
+    Every kind of source with named templates (a tokenizer config, a GGUF header) chooses here."""
+    named = named if named is not None else named_templates(value, where)
+    if name is None and named and TOOLS_TEMPLATE in named:
+        default = TemplateSource(named.get("default", named[TOOLS_TEMPLATE]), tokens, where, "default")
+        return with_tools_template(default, named[TOOLS_TEMPLATE], where)
+    template, chosen = pick_template(value, name, where, named)
+    return TemplateSource(template, tokens, where, chosen)
