@@ -487,6 +487,27 @@ def test_a_bare_json_call_is_recognised_by_its_head_wherever_it_stands(text, cal
     assert _calls(msg) == calls and (msg.get("content") or "") == content, msg
 
 
+@pytest.mark.parametrize("model", ["json-bare", "chatml-think", "json-run-lines", "json-list-bare", "bracket-marker-list", "json-glued"])
+@pytest.mark.parametrize("text", [
+    'The result was {"data": {"name": "get_weather", "arguments": {"city": "Paris"}}} as expected.',
+    'The JSON is {"items": [{"name": "get_weather", "arguments": {"city": "Paris"}}]} ok.',
+    '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}',  # OpenAI's wrapper
+    'Use {"call": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
+])
+def test_a_call_shaped_object_inside_other_json_is_its_data(model, text):
+    """A call object that is a member's value in other JSON is that JSON's data (``NOT_A_MEMBER``, FORMATS §7b), as
+    vLLM's and SGLang's JSON call parsers leave it: the whole stays content. Fails on the commit before on every
+    model here but for two texts of two: a call opened inside, its arguments ran through the outer ``}`` as text."""
+    msg = _parse(model, text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+def test_a_call_after_prose_with_a_colon_is_still_a_call():
+    """Only a JSON key's ``":`` makes an object a member: prose ending in a colon still introduces a call."""
+    msg = _parse("json-bare", 'Checking: {"name": "get_weather", "arguments": {"city": "Paris"}}')
+    assert _calls(msg) == [WEATHER] and msg["content"] == "Checking:", msg
+
+
 @pytest.mark.parametrize("text, content", [
     ('Sure:\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n{"name": "get_time", "arguments": {}}\nDone.',
      "Sure:\n\nDone."),  # one a line
