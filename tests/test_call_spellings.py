@@ -495,11 +495,31 @@ def test_a_bare_json_call_is_recognised_by_its_head_wherever_it_stands(text, cal
     'Use {"call": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}',
 ])
 def test_a_call_shaped_object_inside_other_json_is_its_data(model, text):
-    """A call object that is a member's value in other JSON is that JSON's data (``NOT_A_MEMBER``, FORMATS §7b), as
+    """A call object that is a member's value in other JSON is that JSON's data (``NOT_DATA``, FORMATS §7b), as
     vLLM's and SGLang's JSON call parsers leave it: the whole stays content. Fails on the commit before on every
     model here but for two texts of two: a call opened inside, its arguments ran through the outer ``}`` as text."""
     msg = _parse(model, text)
     assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+@pytest.mark.parametrize("model, text", [
+    *[(m, 'Write `{"name": "get_weather", "arguments": {"city": "Paris"}}` to call it.')
+      for m in ("json-bare", "chatml-think", "json-run-lines", "json-glued")],
+    ('json-list-bare', 'Write `[{"name": "get_weather", "arguments": {"city": "Paris"}}]` to call it.'),
+    ("pythonic-bare", "In Python, write `[get_weather(city='Paris')]` to call it."),
+])
+def test_a_call_in_inline_code_is_text(model, text):
+    """A call's shape right after a single backtick is inline code, not a call (``NOT_DATA``; a pythonic list's
+    ``glued``): the whole stays content. Fails on the commit before: a call, and the content cut around it."""
+    msg = _parse(model, text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+def test_a_fenced_call_is_still_a_call():
+    """Three backticks are a fence, around a call as models write it; only a single one is inline code."""
+    for model, text in (("json-bare", '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```'),
+                        ("pythonic-bare", "```python\n[get_weather(city='Paris')]\n```")):
+        assert _calls(_parse(model, text)) == [WEATHER], (model, text)
 
 
 def test_a_call_after_prose_with_a_colon_is_still_a_call():

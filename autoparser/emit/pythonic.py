@@ -142,8 +142,9 @@ def _pythonic(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     if sec:
         # A bare bracket opens calls only as a list of its own, not glued to a word (``hello world[A(``,
         # an index in code ``a[f(x)]``), as the families' parsers read only a whole list; after a sentence
-        # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them.
-        glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})"
+        # (``you.[f(…)]``, Llama 4's content beside calls) or a marker it opens them; after a single backtick it is
+        # inline code (``write `[f(a=1)]` to call it``), as a JSON call there is (``tools.py::NOT_DATA``).
+        glued = "" if markers(sec) else rf"(?<![\w\]\)]{re.escape(sec)})(?<!(?<!`)`{re.escape(sec)})"
         # A list with no marker of its own may be wrapped in special tokens the template never writes
         # (Llama 4's ``<|python_start|>[…]<|python_end|>``; vLLM's and SGLang's parsers read both): one
         # before the list is the open's, one after it the close's, so neither is left in content.

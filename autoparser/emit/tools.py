@@ -112,12 +112,14 @@ def _json_native(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[di
 # (``<|tool_call|>[{…}]``, Granite 3's marker, written to Granite 4's ``<tool_call>`` template): the object decides.
 FENCE_OPEN = rf"(?:```(?:json|xml)?[ \t]*\n?\s*)?(?:(?:<[A-Za-z][\w:.\-]{{0,64}}>|{SPECIAL_TOKEN})\s*)?"
 
-# A call-shaped object that is a member's value in other JSON (``{"data": {"name": "f", "arguments": {…}}}``, ``"items":
-# [{"name": …}]``, OpenAI's ``{"type": "function", "function": {"name": …}}``) is that JSON's data: where a call's head
-# opens on its shape alone (after text, in a fence), a key's ``":`` right before it (and a list's ``[``) opens nothing,
-# and the whole stays content, as vLLM's and SGLang's JSON call parsers leave it. Before, a call opened inside, its
-# arguments ran on through the outer object's ``}`` as their text, and the text before it was cut at the key.
-NOT_A_MEMBER = r'(?<!"\s{0,64}:\s{0,64}(?:\[\s{0,64})?)'
+# A call's shape that stands in data is data. A call-shaped object that is a member's value in other JSON (``{"data":
+# {"name": "f", "arguments": {…}}}``, ``"items": [{"name": …}]``, OpenAI's ``{"type": "function", "function": {"name": …}}``)
+# is that JSON's; one right after a backtick is inline code (``write `{"name": …}` to call it``; a fence is three).
+# Where a call opens on its shape alone (after text, in a fence), a JSON key's ``":`` right before the head (or before
+# a list's ``[`` there) or a single backtick opens nothing, and the whole stays content, as vLLM's and SGLang's JSON call
+# parsers leave it. Before, a call opened inside, its arguments ran through the outer ``}`` as their text, and the text
+# before it was cut at the key.
+NOT_DATA = r'(?<!"\s{0,64}:\s{0,64}(?:\[\s{0,64})?)(?<!(?<!`)`)'
 
 # A JSON call written as a function tag around its arguments: ``<function=f>{…}</function>`` (the custom-tool spelling
 # Meta's Llama 3.1 model card documents), ``<function name="f">{…}</function>`` (llama.cpp's Hermes 2 Pro parser reads
@@ -283,7 +285,7 @@ def _bare_json_calls(t: Tools, reasoning_end: str = "", ends: list[str] | None =
     anywhere = rf"|{esc(t.call_lead)}\s*{arr}{head}" if t.call_lead and SPECIAL.fullmatch(t.call_lead.strip()) else ""
     # The call object describes itself: after text too, or in a fence there, or as a function tag around its
     # arguments (``<function=f>{…}</function>``, Llama 3.1's documented custom-tool spelling), the head decides.
-    shaped = rf"|{NOT_A_MEMBER}{FENCE_OPEN}{arr}{head}|{FUNCTION_TAG}"
+    shaped = rf"|{NOT_DATA}{FENCE_OPEN}{arr}{head}|{FUNCTION_TAG}"
     field = {
         "open_pattern": rf"(?:{first}{lead}{FENCE_OPEN}{arr}{head}|\G(?<=\}}{sep}){head}{anywhere}{shaped}|\}}{sep}{loose_head}(?!))",
         "close_pattern": (rf"{obj_end}{sep}(?={loose_head})|{obj_end}{arr_end}\s*(?:```\s*)?(?={finals})"
@@ -332,7 +334,7 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     field = {
         # (and, the call object describing itself, its head wherever it stands: after text too)
         # (the lead too, after text: ``Sure. functools[{…}]``, whose ``]`` the last call's close takes)
-        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{NOT_A_MEMBER}{lead}{head}",
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{NOT_DATA}{lead}{head}",
         # (a call after text may have text after it too: on a new line, or a capital after a space, as bare calls)
         "close_pattern": (rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")"
                           + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z])|{token_after(t.call_lead)})"),
