@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .output import record, unwrap, with_key, write_atomic
+from .files import write_atomic
+from .output import record, unwrap, with_key
 from .errors import AutoparserError, SourceError, VerificationError
 from .sources.template_source import TEMPLATE_HELP
 

@@ -15,11 +15,10 @@ import copy
 import hashlib
 import json
 import logging
-import os
-import sys
 import threading
 from pathlib import Path
 
+from .files import cache_dir, write_atomic
 from .pipeline import template_hash
 from .errors import AutoparserError, VerificationError
 
@@ -29,18 +28,6 @@ _memory: dict[str, dict] = {}
 _failures: dict[str, AutoparserError] = {}
 _lock = threading.Lock()
 _fingerprint: str | None = None
-
-
-def cache_dir() -> Path:
-    """``$AUTOPARSER_CACHE_DIR``, else the platform's user cache directory + ``autoparser``."""
-    env = os.environ.get("AUTOPARSER_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        return Path(os.environ["LOCALAPPDATA"]) / "autoparser" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "autoparser"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoparser"
 
 
 def code_fingerprint() -> str:
@@ -110,8 +97,6 @@ def store(key: str, entry: dict) -> None:
     """Remember ``entry`` in memory and, best effort, on disk (atomically)."""
     _memory[key] = entry
     try:
-        from .output import write_atomic
-
         write_atomic(_path(key), json.dumps(entry, ensure_ascii=False, indent=1) + "\n")
     except OSError as e:
         logger.debug("autoparser: cannot write cache entry %s: %s", key, e)

@@ -1,39 +1,10 @@
-"""Writing results and error lines: shared by the CLI, the batch runner and the cache, which must not
-import each other."""
+"""Results and error lines as the CLI and the batch runner write them, which must not import each other."""
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 MAX_ERROR = 400  # characters of one error line (templates raise messages of any size)
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write via a temporary file and rename, so a killed run never leaves half a file."""
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        try:  # mkstemp makes 0600 files: keep the replaced file's mode, else the umask's default
-            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_UMASK)
-        except OSError:
-            pass
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def one_line(text: object) -> str:

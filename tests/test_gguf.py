@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 import struct
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from transformers.utils.chat_parsing import parse_response
 from autoparser.errors import SourceError
 from autoparser.sources.gguf import REMOTE_BLOCK, added_tokens
 from autoparser.pipeline import infer_source
+from autoparser.sources import hub as hub_source
 from autoparser.sources.hub import HUB_WAIT, resolve
 from autoparser.sources.local import load_path
 from autoparser.sources.template_source import STOP_TOKENS, TemplateSource
@@ -204,13 +206,62 @@ def test_a_hub_config_without_a_template_beside_gguf_files_takes_the_gguf_templa
     assert src.template == TOOLS and src.where == "hf://test-org/with-config/model-Q4_0.gguf"
 
 
-def test_a_gguf_repo_offline_is_one_line_saying_what_to_do(hub_env, fake_hub):
+def test_a_gguf_repo_not_kept_is_one_line_offline(hub_env, fake_hub):
     fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))})
-    assert resolve("test-org/only-gguf").template == TOOLS  # online: the Hub records the absent template files
     hub_env.offline()
-    with pytest.raises(SourceError, match="offline mode is on .*point at a downloaded .gguf file instead") as err:
+    with pytest.raises(SourceError, match="not in the local Hugging Face cache, and offline mode is on"):
+        resolve("test-org/only-gguf")  # nothing known of it
+    hub_env.offline(False)
+    resolve("test-org/only-gguf")
+    shutil.rmtree(hub_env.cache_dir / "gguf")  # the HF cache knows it has no template files; autoparser's was cleared
+    hub_env.offline()
+    with pytest.raises(SourceError, match="offline mode is on .*read once where the Hub is reachable; or point at a "
+                                          "downloaded .gguf file") as err:
         resolve("test-org/only-gguf")
     assert "\n" not in str(err.value)
+
+
+def _gguf_reads(fake_hub, repo: str) -> int:
+    return sum(1 for p in fake_hub.downloads(repo) if p.endswith(".gguf"))
+
+
+@pytest.mark.parametrize("asked", ["test-org/only-gguf", "test-org/only-gguf:Q4_0"])
+def test_a_gguf_header_read_once_is_kept(hub_env, fake_hub, asked, closed_port):
+    """What a Hub GGUF header says is kept (``sources/gguf_cache.py``): read again with one question to the Hub while
+    its commit is the same, and offline or with the Hub unreachable, with a note saying so. Before: read from the Hub
+    each time, and offline one line saying to point at a downloaded file."""
+    fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS), tensor_bytes=WEIGHTS)})
+    first = resolve(asked)
+    assert first.template == TOOLS and _gguf_reads(fake_hub, "test-org/only-gguf") == 1 and not first.notes
+    again = resolve(asked)  # the same commit: no byte of the GGUF read again
+    assert again == first and _gguf_reads(fake_hub, "test-org/only-gguf") == 1
+    hub_env.offline()
+    offline = resolve(asked)
+    assert (offline.template, offline.special_tokens, offline.where) == (first.template, first.special_tokens, first.where)
+    assert offline.notes and "offline mode is on (HF_HUB_OFFLINE): using the GGUF header read from the Hub before" in offline.notes[0]
+    hub_env.offline(False)
+    hub_env.point_at(closed_port)
+    unreachable = resolve(asked)
+    assert unreachable.template == TOOLS and "the Hub did not answer" in unreachable.notes[0]
+    hub_env.point_at(fake_hub.url)
+    hub_source._silent.clear()
+    fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(DEFAULT, VOCAB, **IDS))})
+    assert resolve(asked).template == DEFAULT and _gguf_reads(fake_hub, "test-org/only-gguf") == 2  # a new commit: read again
+
+
+def test_a_kept_header_that_is_damaged_is_read_again(hub_env, fake_hub):
+    fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))})
+    resolve("test-org/only-gguf")
+    kept = list((hub_env.cache_dir / "gguf").glob("*.json"))
+    assert len(kept) == 1
+    for damage in ("{", '{"format": 1}', json.dumps({**json.loads(kept[0].read_text()), "tokens": {"x": "zz"}}), ""):
+        kept[0].write_text(damage)
+        assert resolve("test-org/only-gguf").template == TOOLS
+    assert json.loads(kept[0].read_text())["meta"]["tokenizer.chat_template"] == TOOLS  # written again whole
+    kept[0].write_text("{")
+    hub_env.offline()
+    with pytest.raises(SourceError, match="offline mode is on"):
+        resolve("test-org/only-gguf")
 
 
 def test_the_grammar_writes_the_ggufs_control_tokens_as_tokens(tmp_path, capsys):

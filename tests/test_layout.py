@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "autoparser"
 
 # Stage of each top-level module or subpackage (lower may not import higher).
 STAGES = {
-    "errors": 0, "sources": 1, "render": 1, "analysis": 2, "emit": 3, "verify": 4, "pipeline": 5,
+    "errors": 0, "files": 0, "sources": 1, "render": 1, "analysis": 2, "emit": 3, "verify": 4, "pipeline": 5,
     "output": 6, "serve": 6, "cache": 6, "hook": 7, "batch": 7, "grammar": 6, "plugin": 8, "launch": 8, "cli": 9, "__main__": 10,
 }
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from ..errors import AutoparserError
-from ..output import unwrap, write_atomic
+from ..files import write_atomic
+from ..output import unwrap
 
 
 def read_text(path: str, what: str) -> str:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import SourceError
-from . import ollama
+from . import gguf_cache, ollama
 from .gguf import REMOTE_BLOCK, gguf_choice, read_metadata, source_from_metadata
 from .local import load_dir, load_path
 from .template_source import TOOLS_TEMPLATE, NoTemplate, TemplateSource
@@ -51,8 +51,8 @@ def resolve(source: str, revision: str | None = None, name: str | None = None) -
     if (ref := _reference(source, revision)) is not None:
         repo_id, revision, file, quant = ref
         if file or quant:
-            _reachable(repo_id, revision, source)
-            return _from_gguf(repo_id, revision, name, source, file=file, quant=quant)
+            commit, why = _reachable(repo_id, revision, source)
+            return _from_gguf(repo_id, revision, name, source, file=file, quant=quant, commit=commit, unreachable=why)
         return from_hub(repo_id, revision, name)
     if _looks_local(source):
         raise SourceError("no such file or directory", source)
@@ -119,12 +119,12 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
         wanted.append(f"additional_chat_templates/{name}.jinja")
     elif name is None:  # the template transformers renders requests with tools with, chosen where no name is asked
         wanted.append(f"additional_chat_templates/{TOOLS_TEMPLATE}.jinja")
-    files, notes = _files(repo_id, wanted, revision, label)
+    files, notes, commit, why = _files(repo_id, wanted, revision, label)
     snapshot = next((Path(got).parents[f.count("/")] for f, got in files.items() if got not in (_ABSENT, _UNKNOWN)), None)
     if snapshot is None:
         if _UNKNOWN in files.values():
             raise SourceError(_unreachable(), label)
-        return _from_gguf(repo_id, revision, name, label)
+        return _from_gguf(repo_id, revision, name, label, commit=commit, unreachable=why)
     prefix = str(snapshot)
     shown = f"hf://{label}"
 
@@ -137,7 +137,7 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
         src = load_dir(snapshot, name)
     except NoTemplate as e:  # a config without a template beside the GGUF files that hold it
         try:
-            return _from_gguf(repo_id, revision, name, label)
+            return _from_gguf(repo_id, revision, name, label, commit=commit, unreachable=why)
         except NoTemplate:
             raise SourceError(e.message, relabel(e.where)) from None
     except SourceError as e:
@@ -145,24 +145,29 @@ def from_hub(repo_id: str, revision: str | None = None, name: str | None = None)
     return dataclasses.replace(src, where=relabel(src.where), notes=tuple(notes))
 
 
-def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) -> tuple[dict[str, str], list[str]]:
-    """Each wanted file's cached path, ``_ABSENT`` or ``_UNKNOWN``, and notes for the user."""
+def _files(repo_id: str, wanted: list[str], revision: str | None,
+           label: str) -> tuple[dict[str, str], list[str], str | None, str | None]:
+    """Each wanted file's cached path, ``_ABSENT`` or ``_UNKNOWN``; notes for the user; the commit the Hub named
+    (None where it was not asked or named none); why the Hub gave no answer, where the cache knows the repo has
+    none of the files (a GGUF repo, which ``_from_gguf`` may read from its own cache)."""
     from huggingface_hub import constants
 
     cached = {f: _cached(repo_id, f, revision or "main") for f in wanted}
     if constants.is_offline_mode() or (revision and _COMMIT.fullmatch(revision) and None not in cached.values()):
-        return {f: got or _UNKNOWN for f, got in cached.items()}, []  # nothing to ask the Hub
+        return {f: got or _UNKNOWN for f, got in cached.items()}, [], None, None  # nothing to ask the Hub
     copy = next((Path(got).parents[f.count("/")] for f, got in cached.items() if got not in (None, _ABSENT)), None)
     try:
         commit = _asked(repo_id, revision, label, _wait(cached=copy is not None))
     except _Unreachable as e:
+        if copy is None and set(cached.values()) == {_ABSENT}:
+            return cached, [], None, str(e)
         if copy is None:
             raise SourceError(_unreachable(str(e)), label) from None
         note = (f"the Hub did not answer ({e}): using the cached copy (commit {copy.name[:7]}); "
                 "HF_HUB_OFFLINE=1 skips asking")
-        return {f: got or _UNKNOWN for f, got in cached.items()}, [note]
+        return {f: got or _UNKNOWN for f, got in cached.items()}, [note], None, None
     if copy is not None and commit == copy.name and None not in cached.values():
-        return cached, []  # the cache is current: no file needs the network
+        return cached, [], commit, None  # the cache is current: no file needs the network
     files: dict[str, str] = {}
     rev = revision
     for f in wanted:
@@ -171,19 +176,21 @@ def _files(repo_id: str, wanted: list[str], revision: str | None, label: str) ->
             snapshot = Path(got).parents[f.count("/")]
             if _COMMIT.fullmatch(snapshot.name):
                 rev = snapshot.name  # pin the rest to the same commit (and skip their network calls once cached)
-    return files, []
+    return files, [], commit, None
 
 
-def _reachable(repo_id: str, revision: str | None, label: str) -> None:
-    """The Hub asked once, as ``_files`` asks it, before a GGUF is listed and read (huggingface_hub would retry
-    an unreachable Hub for half a minute, printing each retry); offline, ``_from_gguf`` says so itself."""
+def _reachable(repo_id: str, revision: str | None, label: str) -> tuple[str | None, str | None]:
+    """(the commit the Hub names, why it gave no answer): the Hub asked once, as ``_files`` asks it, before a GGUF
+    is listed and read (huggingface_hub would retry an unreachable Hub for half a minute, printing each retry);
+    offline it is not asked, and ``_from_gguf`` says so itself."""
     from huggingface_hub import constants
 
-    if not constants.is_offline_mode():
-        try:
-            _asked(repo_id, revision, label, _wait(cached=False))
-        except _Unreachable as e:
-            raise SourceError(_unreachable(str(e)), label) from None
+    if constants.is_offline_mode():
+        return None, None
+    try:
+        return _asked(repo_id, revision, label, _wait(cached=False)), None
+    except _Unreachable as e:
+        return None, str(e)
 
 
 def _wait(cached: bool) -> float:
@@ -343,16 +350,29 @@ GGUF_READ = 30.0  # seconds one byte-range read of a GGUF header may take
 
 
 def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str, *, file: str | None = None,
-               quant: str | None = None) -> TemplateSource:
+               quant: str | None = None, commit: str | None = None, unreachable: str | None = None) -> TemplateSource:
     """A repo of GGUF files only (a llama.cpp quantisation): the chat template is read from the header of one
     of them by byte ranges (a few MB of a file of many GB; ``gguf.read_metadata``): ``file``, else one whose
-    name holds ``quant``, else any (they hold the same template). Not cached: such a repo needs the Hub each time."""
+    name holds ``quant``, else any (they hold the same template). What it says is kept (``gguf_cache``): read
+    again while the Hub names the same ``commit``, and where the Hub is offline or gave no answer (``unreachable``)."""
     from huggingface_hub import HfApi, constants, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError
 
-    if constants.is_offline_mode():
-        raise SourceError("has no chat template in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE); "
-                          "a GGUF repo is read from the Hub each time: point at a downloaded .gguf file instead", label)
+    kept = gguf_cache.recall(repo_id, revision, file, quant)
+    pinned = bool(revision and _COMMIT.fullmatch(revision))  # a commit's files never change
+    if kept is not None and ((commit is not None and commit == kept[0]) or (pinned and kept[0] == revision)):
+        return source_from_metadata(kept[2], _gguf_where(repo_id, revision, kept[1]), name)
+    offline = constants.is_offline_mode()
+    if offline or unreachable is not None:
+        why = "offline mode is on (HF_HUB_OFFLINE)" if offline else f"the Hub did not answer ({unreachable})"
+        if kept is None and not offline:
+            raise SourceError(_unreachable(unreachable), label)
+        if kept is None:
+            raise SourceError("has no chat template in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE): "
+                              "a GGUF repo is read once where the Hub is reachable; or point at a downloaded .gguf file", label)
+        at = f" at commit {kept[0][:7]}" if kept[0] else ""
+        src = source_from_metadata(kept[2], _gguf_where(repo_id, revision, kept[1]), name)
+        return dataclasses.replace(src, notes=(f"{why}: using the GGUF header read from the Hub before{at}",))
     try:
         names = [file] if file else HfApi().list_repo_files(repo_id, revision=revision)
     except HfHubHTTPError as e:
@@ -370,9 +390,15 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str,
     if chosen is None:
         raise NoTemplate("has no chat template on the Hub (no chat_template.jinja, chat_template.json, "
                          "tokenizer_config.json or .gguf file)", label)
-    where = f"hf://{repo_id}{'@' + revision if revision else ''}/{chosen}"
+    where = _gguf_where(repo_id, revision, chosen)
     meta = read_metadata(_ranges(hf_hub_url(repo_id, chosen, revision=revision), where), where, REMOTE_BLOCK)
-    return source_from_metadata(meta, where, name)
+    src = source_from_metadata(meta, where, name)  # (a header with no template is not kept: it raised)
+    gguf_cache.keep(repo_id, revision, file, quant, commit, chosen, meta)
+    return src
+
+
+def _gguf_where(repo_id: str, revision: str | None, chosen: str) -> str:
+    return f"hf://{repo_id}{'@' + revision if revision else ''}/{chosen}"
 
 
 def _ranges(url: str, where: str):
