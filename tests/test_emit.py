@@ -124,6 +124,9 @@ def test_another_wrapper_a_workaround_names_is_stripped(tmp_path, text, content)
 @pytest.mark.parametrize("text, content, calls", [
     ("Plain answer.<|done|>", "Plain answer.", []),  # no header at all: content, not lost
     ("sent it.<|done|>", "sent it.", []),  # parts from the recipient word (send=) after its first letters
+    ("<div>Hi</div><|done|>", "<div>Hi</div>", []),  # a tag of its own parts from <|ch|> at its second character
+    ("<3 you<|done|>", "<3 you", []),
+    ("<|chart|> is text<|done|>", "<|chart|> is text", []),  # parts from <|ch|> at its fourth
     ("<|ch|>answer<|body|>Fine.<|done|>", "Fine.", []),
     (' send=tools.get_weather<|ch|>act<|body|>{"city": "Paris"}<|invoke|>', None, ["get_weather"]),
 ])

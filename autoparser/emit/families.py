@@ -17,6 +17,19 @@ def _alts(words) -> str:
     return "(?:" + "|".join(re.escape(w) for w in words) + ")"
 
 
+def _parted(words: set[str]) -> list[str]:
+    """Alternatives that hold the character where text parts from every one of ``words``: after each proper
+    prefix the words share (the empty one too, where whitespace is no parting either), a character none of them
+    goes on with. So text that begins with a tag or a ``<`` of its own (``<div>…``) parts from ``<|channel|>`` at
+    its second character, where one excluded first character (``<``) left such a reply outside every field."""
+    nexts: dict[str, set[str]] = {}
+    for w in words:
+        for i in range(len(w)):
+            nexts.setdefault(w[:i], set()).add(w[i])
+    return [re.escape(p) + "[^" + ("\\s" if not p else "") + "".join(re.escape(c) for c in sorted(n)) + "]"
+            for p, n in sorted(nexts.items()) if p not in words]
+
+
 def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], list[str] | None]:
     """(fields, warnings, start anchors or None to keep the turn's)."""
     h = a.tools.headed
@@ -77,9 +90,7 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
             # where the text parts from a marker or the recipient word, so a stream cut inside ``to=``
             # or a marker opens nothing yet.
             word = (re.match(r"\W*\w+=|", h.recipient).group(0) or h.recipient).strip()
-            firsts = sorted({x.strip()[0] for x in (h.header_start, h.header_end, head, word) if x.strip()})
-            parts = ["[^\\s" + "".join(re.escape(ch) for ch in firsts) + "]"]
-            parts += [re.escape(word[:i]) + "[^" + re.escape(word[i]) + "]" for i in range(1, len(word))]
+            parts = _parted({x.strip() for x in (h.header_start, h.header_end, head, word) if x.strip()})
             content_open += rf"|(?<={re.escape(role)})(?=\s*+(?:{'|'.join(parts)}))"
         fields["content"] = {"open_pattern": content_open, "close": ends, "content": "text"}
         return fields, warnings, None
