@@ -522,6 +522,24 @@ def test_a_fenced_call_is_still_a_call():
         assert _calls(_parse(model, text)) == [WEATHER], (model, text)
 
 
+@pytest.mark.parametrize("model, text", [
+    *[(m, 'Result: {"name": "Bob", "arguments": "none"}') for m in ("json-bare", "chatml-think", "json-run-lines", "json-glued")],
+    ("json-list-bare", 'Result: [{"name": "Bob", "arguments": "none"}]'),
+])
+def test_an_object_whose_arguments_are_a_plain_string_is_no_call(model, text):
+    """Where a call opens on its shape alone, its arguments begin as JSON arguments do (``ARGS_BEGIN``): an object,
+    a list, or a string that encodes one (or is empty). Fails on the commit before: a call ``Bob`` whose
+    arguments were ``"none"}``, the text before it cut."""
+    msg = _parse(model, text)
+    assert not msg.get("tool_calls") and msg["content"] == text, msg
+
+
+@pytest.mark.parametrize("model", ["json-bare", "chatml-think"])
+def test_arguments_written_as_a_json_encoded_string_still_make_a_call(model):
+    msg = _parse(model, 'Sure: {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}')
+    assert [c["function"]["name"] for c in msg["tool_calls"]] == ["get_weather"], msg
+
+
 def test_a_call_after_prose_with_a_colon_is_still_a_call():
     """Only a JSON key's ``":`` makes an object a member: prose ending in a colon still introduces a call."""
     msg = _parse("json-bare", 'Checking: {"name": "get_weather", "arguments": {"city": "Paris"}}')

@@ -398,3 +398,17 @@ def test_a_message_with_no_recipient_after_its_header_is_content(text, message):
     name. Fails on the commit before: the first three came back as an empty message."""
     template, prefix, _ = inferred("recipient")
     assert both(template, text, prefix) == [{"role": "assistant", **message}] * 2
+
+
+@pytest.mark.parametrize("text, content", [
+    ('["apple", "banana"]', '["apple", "banana"]'),  # parts from the wrapper "[N] " at its second character
+    ("[x] done", "[x] done"),
+    ("[3] Hello.", "Hello."),  # the wrapper, any number
+    ("Hello.", "Hello."),
+])
+def test_a_reply_that_begins_like_a_numbered_wrapper_is_kept(text, content):
+    """A numbered wrapper's start is what comes before its number, then a digit: a reply that begins with its
+    first character and no digit is text. Fails on the commit before for the first two: the reply was lost whole."""
+    spec, prefix, _ = inferred("turn-counter")
+    for msg in both(spec, text, prefix):
+        assert msg.get("content") == content, msg

@@ -10,7 +10,7 @@ import regex as re
 from ..analysis.model import Analysis, Tools
 from .guard import _BALANCED_TOKENS, _W, _Dialect, nested_value, never_raises
 from .markers import CALL_WINDOW, SPECIAL, _call_transform, _flex, cut_marker, each_branch, esc, literals, then_space, without_groups
-from .tools import ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, NOT_DATA, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
+from .tools import ARGS_BEGIN, ARGS_KEYS, END_TAG, FENCE_OPEN, FUNCTION_TAG, FUNCTION_TAG_CLOSE, NAME, NEW_LINE_TEXT, NOT_DATA, SCALAR, _call_head, _openers, _repr_args, args_keys, tool_field
 
 _BRACKET_MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")  # a bracket opener, ``[TOOL_CALLS]``
 
@@ -152,7 +152,7 @@ def _list_anywhere(t: Tools, ends: list[str]) -> tuple[dict, list[str]]:
     later = r"(?<=\}\s*,\s*)"
     # The head in each branch, not after an alternation of the two: under partial matching (every delta) the regex
     # module tried the shared head from every ``[`` of a bracket run again (quadratic: 40k ``[`` took 0.3 s a search).
-    field: dict = {"open_pattern": rf"(?:{NOT_DATA}{WRAPPER}{FENCE_OPEN}\[\s*{head}|{later}{head})"}
+    field: dict = {"open_pattern": rf"(?:{NOT_DATA}{WRAPPER}{FENCE_OPEN}\[\s*{head}{ARGS_BEGIN}|{later}{head})"}
     # After the list's ``]``: a fence's end or an end tag, then anything; else the turn's end, the text's end, text on
     # a new line, or a tail on the same line with no quote in its next 20 characters (``}]"`` is inside a string).
     after = (r"(?:\s*(?=" + "|".join([*literals(ends), r"\Z"]) + rf")|{NEW_LINE_TEXT}"
@@ -309,7 +309,7 @@ def _self_described(opener: str, close: str, head: str, tail: str) -> tuple[str,
     inside = rf"(?<!{opener}(?:(?!{close})[\s\S]){{0,{2 * CALL_WINDOW}}}?)"
     # (a list's ``[`` before the first head is the list's: its later calls open after a ``,`` as in the list
     # between markers, and its ``]`` closes the last)
-    shaped_open = rf"(?:{NOT_DATA}{FENCE_OPEN}(?:\[\s*)?{head}|{FUNCTION_TAG}){inside}"
+    shaped_open = rf"(?:{NOT_DATA}{FENCE_OPEN}(?:\[\s*)?{head}{ARGS_BEGIN}|{FUNCTION_TAG}){inside}"
     # (what may follow the object's ``}`` right after the arguments, and the keys after them: the caller writes
     # that look once before all of them; the function tag's close is ``FUNCTION_TAG_CLOSE``; another call's whole
     # head after it, ``{…}\n{"name": …}``, which then opens as this one did)
@@ -460,7 +460,7 @@ def _json_keyed(t: Tools, start: str, end: str, ends: list[str], only_after_open
         # A list of calls that name their call ``name`` is one without its opener too (Mistral's ``[{"name": …,
         # "arguments": …}]`` after text), where no section end must close it: recognised by its first call's head,
         # the name first (``_list_anywhere``).
-        anywhere = (rf"|{NOT_DATA}{FENCE_OPEN}\[\s*(?=\{{\s*\"{re.escape(name_key)}\"\s*:\s*\"{NAME}\"\s*,\s*\"{args_keys(t)}\"\s*:)"
+        anywhere = (rf"|{NOT_DATA}{FENCE_OPEN}\[\s*(?=\{{\s*\"{re.escape(name_key)}\"\s*:\s*\"{NAME}\"\s*,\s*\"{args_keys(t)}\"\s*:\s*{ARGS_BEGIN})"
                     if _either_key(t) and not end and not only_after_opener else "")
         # (a comma left out between two calls, ``}{"tool_call_id": …``: the next call's whole head decides, which no JSON
         # string holds unescaped; Ollama's Cohere parser reads both calls)

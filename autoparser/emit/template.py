@@ -443,9 +443,12 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
         # A reply that leaves the wrapper out (bare text) would be outside every field, and lost: at the
         # reply's start, text whose first character begins none of the markers that may come there opens
         # content. One character decides, so a stream never opens it on the first half of a marker.
-        # A numbered wrapper (``[4] ``) is any number: its first character alone decides, as it always did.
+        # A numbered wrapper (``[4] ``) is any number: what comes before its number, then a digit, is its start
+        # (``["apple"]`` parts from it at its second character; where the first alone decided, such a reply was lost).
         # The wrapper's own markers written alone (a stray ``</answer>`` after calls) are no text either.
-        starts = [c.start.strip()[:1] if c.numbered else c.start, r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends,
+        before = re.match(r"\D*", c.start.strip()).group(0)
+        numbered = [before + d for d in "0123456789"] if before else [c.start.strip()[:1]]
+        starts = [*(numbered if c.numbered else [c.start]), r.start, t.section_start, t.call_start, *anchor_tokens(a), *ends,
                   c.end, w_open, w_close]
         # The word a closing sequence writes after one of its markers (Kimi K3's section end
         # ``<|sep|><|close|>tools<|sep|>`` after ``<|close|>``, which also closes content) is that

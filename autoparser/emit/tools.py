@@ -186,10 +186,12 @@ def args_keys(t: Tools) -> str:
 
 SCALAR = r'"(?:[^"\\\n]|\\.){0,256}"|[-+.\w]{1,64}'  # a key's value that is no container: a short string, number or word
 # Where a call's arguments begin, as JSON begins them: an object's first key (a double-quoted string) or its end,
-# a list, or a string (arguments JSON-encoded). A bounded look at one or two characters: ``{invalid json}``,
-# ``{'k': 'v'}``, ``{k: v}`` after a bare call's head are no call (vLLM's and SGLang's Llama 3 JSON parsers leave
-# them in content), where the head alone made a call whose arguments were that text.
-ARGS_BEGIN = rf'(?={OBJECT_BEGIN}|\[|")'
+# a list, or a string that encodes an object or a list (OpenAI's JSON-encoded arguments, ``"{\"city\": …}"``) or is
+# empty. A bounded look at a few characters: ``{invalid json}``, ``{'k': 'v'}``, ``{k: v}`` after a bare call's head are
+# no call (vLLM's and SGLang's Llama 3 JSON parsers leave them in content), where the head alone made a call whose
+# arguments were that text; nor is a string that encodes neither (``{"name": "Bob", "arguments": "none"}`` in an
+# answer, which came back as a call ``Bob`` whose arguments were ``"none"}``).
+ARGS_BEGIN = rf'(?={OBJECT_BEGIN}|\[|"\s{{0,16}}[{{\[]|"")'
 
 
 def _json_run(t: Tools, start: str, ends: list[str]) -> tuple[dict, list[str]]:
@@ -334,7 +336,7 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     field = {
         # (and, the call object describing itself, its head wherever it stands: after text too)
         # (the lead too, after text: ``Sure. functools[{…}]``, whose ``]`` the last call's close takes)
-        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{NOT_DATA}{lead}{head}",
+        "open_pattern": rf"(?:{first}|\G(?<=\}}{sep})){head}|\}}{sep}{loose}(?!)|{NOT_DATA}{lead}{head}{ARGS_BEGIN}",
         # (a call after text may have text after it too: on a new line, or a capital after a space, as bare calls)
         "close_pattern": (rf"\}}{sep}(?=\{{\s*\"{name_key}\"\s*:)|\}}\s*{list_end}(?=" + "|".join(finals) + ")"
                           + rf"|(?<=[}}\]])\s*\}}\s*{list_end}(?:{NEW_LINE_TEXT}|(?=[ \t]+[A-Z])|{token_after(t.call_lead)})"),
