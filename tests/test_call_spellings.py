@@ -598,6 +598,9 @@ PHI4_MINI = Path(__file__).parents[1].parent / "shared" / "corpus" / "wild2" / "
     # the arguments under the other key (vLLM's phi-4-mini parser reads both; before: the list stayed content)
     ('functools[{"name": "get_weather", "parameters": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]',
      [WEATHER, ("get_time", {})], None),
+    # the lead's word and its list's "[" apart, or the list alone (before: "functools [" or "[" left in the content)
+    ('functools [{"name": "get_weather", "arguments": {"city": "Paris"}}]', [WEATHER], None),
+    ('[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]', [WEATHER, ("get_time", {})], None),
 ])
 def test_phi4_mini_functools_list(text, calls, content):
     """workarounds/phi4-mini-functools.json: phi-4-mini writes its calls as ``functools[{…}, …]``, which its

@@ -330,6 +330,11 @@ def _bare_json_run(t: Tools, ends: list[str], reasoning_end: str = "") -> tuple[
     sep = rf"\s*{_flex(raw.strip())}\s*" if raw.strip() else (r"\s+" if raw else r"\s*")
     starts = [r"\A"] + ([rf"(?<={esc(reasoning_end)})"] if reasoning_end else [])
     lead = rf"(?:{esc(t.call_lead.strip())}\s*)?" if t.call_lead.strip() else ""
+    if t.call_lead.strip().endswith("[") and t.call_lead.strip() != "[":
+        # A lead that opens a JSON list (``functools[``) is a word and the list's ``[``: written with a space between
+        # them (``functools [``), or the list alone (``[{…}]``, as a JSON call list is written anywhere), the ``[`` is
+        # still the calls', as its ``]`` is (before, it stayed in content while the close took the ``]``).
+        lead = rf"(?:(?:{esc(t.call_lead.strip()[:-1].strip())})?\s*\[\s*)?"
     first = ("(?:" + "|".join(starts) + r")\s*" if len(starts) > 1 else r"\A\s*") + lead
     list_end = r"(?:\]\s*)?" if t.call_lead.strip().endswith("[") else ""
     finals = [esc(e) for e in ends] + [r"\Z"]
