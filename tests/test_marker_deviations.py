@@ -88,6 +88,19 @@ def test_a_message_on_a_channel_the_template_never_names_is_content(text, thinki
     assert _calls(_parse("channels", call)) == [("get_weather", {"city": "Paris"})]
 
 
+@pytest.mark.parametrize("text, thinking, content, calls", [
+    # text with no header, then a call's header: the text ends at the channel marker (before, it ran over the call)
+    ('Sure. <|ch|>act send=tools.get_weather<|body|>{"city": "Paris"}<|invoke|>', None, "Sure.", [("get_weather", {"city": "Paris"})]),
+    ("<|ch|>think<|body|>Hmm.<|ch|>answer<|body|>Answer<|done|>", "Hmm.", "Answer", []),  # the role marker left out too
+    # text after a message's end with no header (before: lost)
+    ("<|ch|>think<|body|>Hmm.<|stop|>\nMore text.", "Hmm.", "More text.", []),
+    ("<|ch|>answer<|body|>Answer<|done|>\nAnd more.", None, "Answer\n\nAnd more.", []),
+])
+def test_a_headed_message_ends_at_a_channel_marker_and_text_after_it_is_kept(text, thinking, content, calls):
+    msg = _parse("channels", text)
+    assert (msg.get("thinking"), msg.get("content"), _calls(msg)) == (thinking, content, calls), msg
+
+
 def test_headed_message_ends_at_the_next_header():
     msg = _parse("channels", "<|ch|>think<|body|>Hmm.<|begin|>assistant<|ch|>answer<|body|>Answer")
     assert (msg.get("thinking"), msg["content"]) == ("Hmm.", "Answer"), msg

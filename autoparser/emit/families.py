@@ -47,14 +47,20 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         # tried at every position ran over a whole run of text with no ``<`` or space, quadratic on junk between
         # messages (3,000 characters took 1.4 s a search).
         C_free = rf"{C}(?<!{away}[^<\s]{{0,512}}\s*{C})"
-        # A message also ends where the next message's header begins (a model that leaves out ``<|end|>``).
+        # A message also ends where the next message's header begins (a model that leaves out ``<|end|>``), at its role
+        # marker or its channel marker, which no message holds (``Sure. <|channel|>commentary to=functions.f…``: text
+        # written with no header, then a call's header, where the text ran on over the call).
+        # (the channel marker left to the next message's header, which opens on it: a look ahead)
         role = _role_header(a)
         head = MARKER.match(role).group(0) if role else ""
-        ends = list(h.ends) + ([head] if head and head not in h.ends else [])
+        ends = list(dict.fromkeys([*h.ends, *([head] if head else [])]))
+        channel = h.header_start.strip()
+        close = ({"close_pattern": "|".join([*(re.escape(e) for e in ends), rf"(?={re.escape(channel)})"])}
+                 if channel and channel not in ends else {"close": ends})
         if h.reasoning_words:
             fields[reasoning_field] = {
                 "open_pattern": rf"{C_free}\s*{_alts(h.reasoning_words)}\b{rest}",
-                "close": ends,
+                **close,
                 "content": "text",
             }
         # Any recipient but the assistant is a call: the template's own namespace (``functions.``) is left out of
@@ -68,7 +74,7 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
             # into the open, as an optional group or an alternative before the recipient, made the regex module's
             # partial search quadratic on runs of word characters between markers (32k characters: 0.1 s a search).
             "open_pattern": rf"{away}(?:{ns})?(?P<name>[\w.\-/]+)(?:(?!{M}).)*?{M}",
-            "close": ends,
+            **close,
             "repeats": True,
             "content": "json",
             "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
@@ -92,7 +98,11 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
             word = (re.match(r"\W*\w+=|", h.recipient).group(0) or h.recipient).strip()
             parts = _parted({x.strip() for x in (h.header_start, h.header_end, head, word) if x.strip()})
             content_open += rf"|(?<={re.escape(role)})(?=\s*+(?:{'|'.join(parts)}))"
-        fields["content"] = {"open_pattern": content_open, "close": ends, "content": "text"}
+            # ... and text written after a message's end with no header before it (``<|end|>\nMore text``: the next
+            # message's ``<|start|>assistant`` left out), which was lost after the message as after the prompt.
+            if h.ends:
+                content_open += rf"|(?<=(?:{'|'.join(map(re.escape, h.ends))})\s{{0,64}})(?=\s*+(?:{'|'.join(parts)}))"
+        fields["content"] = {"open_pattern": content_open, **close, "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.
     words = _alts(h.content_words)
