@@ -242,3 +242,17 @@ def test_a_stream_reads_what_one_shot_reads_with_whitespace_at_any_marker(name):
                 for ch in text:
                     p.feed(ch)
                 assert p.finalize()[0] == one, (text, one)
+
+
+@pytest.mark.parametrize("model, text, args", [
+    ("typed-attribute", '<｜TX｜calls>\n<｜TX｜invoke name="get_weather">\n<｜TX｜param name="city" string="true">Paris</｜TX｜param>\n'
+                        '</｜TX｜calls>\nDone, checking.', {"city": "Paris"}),
+    ("tag-two-word-opener", '<｜T｜ calls>\n<｜T｜ invoke name="get_weather">\n<｜T｜ parameter name="city">Paris</｜T｜ parameter>\n'
+                            '</｜T｜ calls>\nDone, checking.', {"city": "Paris"}),
+])
+def test_a_calls_section_end_right_after_a_value_ends_the_call_whose_close_was_left_out(model, text, args):
+    """The call's own close left out, the section's end right after its last value's close ends the call too; the
+    text after the section is content. Fails on the commit before: the call ran to the text's end, and the text
+    after the section was read as its arguments and lost."""
+    msg = _parse(model, text)
+    assert _calls(msg) == [("get_weather", args)] and msg.get("content") == "Done, checking.", msg

@@ -293,6 +293,15 @@ def _tagged(t: Tools, ends: list[str], others: list[str]) -> tuple[dict, list[st
         # into the next one and took its arguments under its own name.
         # (the look ahead first: it fails at once where no header begins, the look back would read the spaces)
         field["close_pattern"] += rf"|(?={without_groups(header)})(?<={_flex(value_end)}\s*)"
+        # ... and where the section's end follows a value's close (Hy3's ``…</arg_value></tool_calls>``): the calls'
+        # section ends, so does its last call. Before, the call ran on to the text's end, and the text after the
+        # section was read as its arguments and lost.
+        if t.section_end.strip() and t.section_end.strip() != ce:
+            # (the look ahead first, as above; a look back first, or one with a greedy run of spaces, made the regex
+            # module's partial search beside the self-closing ``\G`` alternative report a match pending from the
+            # value's start: a stream held the whole argument back)
+            end = _flex(t.section_end.strip())
+            field["close_pattern"] += rf"|(?={end})(?<={_flex(value_end)}\s{{0,64}}+){end}\s*"
     again = _call_again_in_block(t, header)
     if again and "close_pattern" in field:
         field["open_pattern"] += "|" + again[0]
