@@ -92,6 +92,9 @@ def test_a_message_on_a_channel_the_template_never_names_is_content(text, thinki
     # text with no header, then a call's header: the text ends at the channel marker (before, it ran over the call)
     ('Sure. <|ch|>act send=tools.get_weather<|body|>{"city": "Paris"}<|invoke|>', None, "Sure.", [("get_weather", {"city": "Paris"})]),
     ("<|ch|>think<|body|>Hmm.<|ch|>answer<|body|>Answer<|done|>", "Hmm.", "Answer", []),  # the role marker left out too
+    # a recipient written before the channel marker begins the header (before: the call's arguments were lost)
+    ('Sure. send=tools.get_weather<|ch|>act<|body|>{"city": "Paris"}<|invoke|>', None, "Sure.", [("get_weather", {"city": "Paris"})]),
+    ("I will send=it later.<|done|>", None, "I will send=it later.", []),  # no channel marker after it: text
     # text after a message's end with no header (before: lost)
     ("<|ch|>think<|body|>Hmm.<|stop|>\nMore text.", "Hmm.", "More text.", []),
     ("<|ch|>answer<|body|>Answer<|done|>\nAnd more.", None, "Answer\n\nAnd more.", []),

@@ -55,7 +55,10 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
         head = MARKER.match(role).group(0) if role else ""
         ends = list(dict.fromkeys([*h.ends, *([head] if head else [])]))
         channel = h.header_start.strip()
-        close = ({"close_pattern": "|".join([*(re.escape(e) for e in ends), rf"(?={re.escape(channel)})"])}
+        # So is a recipient written right before that marker (``Sure. to=functions.f<|channel|>commentary…``): the header
+        # began there, and the call opens on it.
+        close = ({"close_pattern": "|".join([*(re.escape(e) for e in ends), rf"(?={re.escape(channel)})",
+                                             rf"(?=\s*{away}[^<\n]{{0,128}}?{re.escape(channel)})"])}
                  if channel and channel not in ends else {"close": ends})
         if h.reasoning_words:
             fields[reasoning_field] = {
