@@ -249,6 +249,18 @@ def test_a_gguf_header_read_once_is_kept(hub_env, fake_hub, asked, closed_port):
     assert resolve(asked).template == DEFAULT and _gguf_reads(fake_hub, "test-org/only-gguf") == 2  # a new commit: read again
 
 
+def test_the_cli_infers_a_gguf_repo_offline_once_read(hub_env, fake_hub):
+    """The user's path: ``autoparser infer ORG/NAME-GGUF`` online, then with ``HF_HUB_OFFLINE=1``: the same template,
+    exit 0, and one note on stderr saying where the header came from."""
+    fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))})
+    online = hub_env.run("infer", "test-org/only-gguf")
+    hub_env.offline()
+    offline = hub_env.run("infer", "test-org/only-gguf")
+    assert online.returncode == offline.returncode == 0, (online.stderr, offline.stderr)
+    assert json.loads(offline.stdout) == json.loads(online.stdout)
+    assert "using the GGUF header read from the Hub before" in offline.stderr and "Traceback" not in offline.stderr
+
+
 def test_a_kept_header_that_is_damaged_is_read_again(hub_env, fake_hub):
     fake_hub.add("test-org/only-gguf", {"model-Q4_0.gguf": gguf_bytes(model_metadata(TOOLS, VOCAB, **IDS))})
     resolve("test-org/only-gguf")
