@@ -8,7 +8,7 @@ template ``infer`` hands out, and over the real-output development set (tests/da
 plain   ``PLAIN`` (team-written answers a model writes with no call: markdown, code, JSON and HTML examples, a
         call quoted in inline code, a record with a ``name`` key, tags named in prose) parsed by each corpus,
         wild and wild2 template's parser, with the prompt its tests use. Flagged: a call made up, or a word of
-        the answer in no field. An answer split between reasoning and content is counted apart (``split``):
+        the answer in no field (the harness's ``lost_words``: the words the format itself writes left out). An answer split between reasoning and content is counted apart (``split``):
         where the prompt opened reasoning, the whole answer is reasoning by the format's rule, which is not a
         split. An answer that begins with the template's own reasoning opener (``<think> is a tag…``) is the
         format's, and left out.
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -72,15 +71,10 @@ AROUND = {
     "before, a line": lambda o: "Zebra quokka.\n\n" + o,
     "after": lambda o: o + "\nZebra quokka.",
 }
-_WORD = re.compile(r"\w+")
 
 
-def _words(text: str) -> Counter:
-    return Counter(_WORD.findall(text.lower()))
-
-
-def _fields(msg: dict) -> tuple[str, str]:
-    return msg.get("content") or "", msg.get("thinking") or msg.get("reasoning_content") or ""
+def _split(msg: dict) -> bool:
+    return bool((msg.get("content") or "").strip() and (msg.get("thinking") or msg.get("reasoning_content") or "").strip())
 
 
 def plain(verbose: bool) -> Counter:
@@ -89,7 +83,9 @@ def plain(verbose: bool) -> Counter:
     out = Counter()
     for root in ROOTS:
         for path in sorted((H.CORPUS / root).glob("*.jinja")):
-            tokens = tuple(sorted(dict(H.SPECIAL_TOKENS.get(path.stem) or H._family_tokens().get(path.stem) or H.DEFAULT_TOKENS).items()))
+            # (a case of the harness's shape: its tokens and lost words are the real-output set's)
+            named = path.name if root == "templates" else f"{root.split('/')[0]}/{path.name}"
+            tokens = tuple(sorted(H.tokens_for({"template": named}).items()))
             template, _, _ = H._infer(str(path), tokens)
             if template is None:
                 continue
@@ -108,10 +104,9 @@ def plain(verbose: bool) -> Counter:
                     out["raised"] += 1
                     print(f"  raised  {path.stem}: {text[:50]!r}: {e}")
                     continue
-                content, thinking = _fields(msg)
                 why = ("call made up" if msg.get("tool_calls") else
-                       "words lost" if _words(text) - _words(content + " " + thinking) else
-                       "split" if content.strip() and thinking.strip() else None)
+                       "words lost" if H.lost_words({"template": named, "output": text}, msg) else
+                       "split" if _split(msg) else None)
                 if why:
                     out[why] += 1
                     if verbose:
@@ -139,8 +134,7 @@ def around(verbose: bool) -> Counter:
                 out["raised"] += 1
                 print(f"  raised  {case['id']} ({name}): {e}")
                 continue
-            said = json.dumps(msg, ensure_ascii=False).lower()
-            why = ("words lost" if "zebra" not in said or "quokka" not in said else
+            why = ("words lost" if {"zebra", "quokka"} & set(H.lost_words(dict(case, output=text), msg)) else
                    "calls differ" if len(msg.get("tool_calls") or []) != calls else None)
             if why:
                 out[why] += 1

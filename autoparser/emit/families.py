@@ -11,23 +11,11 @@ import regex as re
 from ..analysis.model import Analysis
 from ..analysis.diff import MARKER
 from .guard import never_raises
+from .markers import parts_from
 
 
 def _alts(words) -> str:
     return "(?:" + "|".join(re.escape(w) for w in words) + ")"
-
-
-def _parted(words: set[str]) -> list[str]:
-    """Alternatives that hold the character where text parts from every one of ``words``: after each proper
-    prefix the words share (the empty one too, where whitespace is no parting either), a character none of them
-    goes on with. So text that begins with a tag or a ``<`` of its own (``<div>…``) parts from ``<|channel|>`` at
-    its second character, where one excluded first character (``<``) left such a reply outside every field."""
-    nexts: dict[str, set[str]] = {}
-    for w in words:
-        for i in range(len(w)):
-            nexts.setdefault(w[:i], set()).add(w[i])
-    return [re.escape(p) + "[^" + ("\\s" if not p else "") + "".join(re.escape(c) for c in sorted(n)) + "]"
-            for p, n in sorted(nexts.items()) if p not in words]
 
 
 def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], list[str] | None]:
@@ -99,12 +87,14 @@ def headed_fields(a: Analysis, reasoning_field: str) -> tuple[dict, list[str], l
             # where the text parts from a marker or the recipient word, so a stream cut inside ``to=``
             # or a marker opens nothing yet.
             word = (re.match(r"\W*\w+=|", h.recipient).group(0) or h.recipient).strip()
-            parts = _parted({x.strip() for x in (h.header_start, h.header_end, head, word) if x.strip()})
-            content_open += rf"|(?<={re.escape(role)})(?=\s*+(?:{'|'.join(parts)}))"
+            # (after each prefix the parts share, a character none goes on with: ``<div>`` parts from ``<|channel|>``
+            # at its second character, where excluding a first character alone left such a reply outside every field)
+            parts = parts_from((h.header_start, h.header_end, head, word), tokens_are_text=True)
+            content_open += rf"|(?<={re.escape(role)})(?=\s*+{parts})"
             # ... and text written after a message's end with no header before it (``<|end|>\nMore text``: the next
             # message's ``<|start|>assistant`` left out), which was lost after the message as after the prompt.
             if h.ends:
-                content_open += rf"|(?<=(?:{'|'.join(map(re.escape, h.ends))})\s{{0,64}})(?=\s*+(?:{'|'.join(parts)}))"
+                content_open += rf"|(?<=(?:{'|'.join(map(re.escape, h.ends))})\s{{0,64}})(?=\s*+{parts})"
         fields["content"] = {"open_pattern": content_open, **close, "content": "text"}
         return fields, warnings, None
     # recipient: H word SUFFIX opens content, H name SUFFIX a call; a message ends at the next header.

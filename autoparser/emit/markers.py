@@ -143,6 +143,31 @@ ARGS_KEYS = ("parameters", "arguments")  # the two spellings of a call object's 
 SPECIAL = re.compile(SPECIAL_TOKEN)  # pipe-delimited tokens: special in every vocabulary we know
 
 
+SPECIAL_OPENERS = ("<|", "<｜")  # how a special token begins (``SPECIAL``): one the analysis never saw is no text either
+
+
+def parts_from(marks, tokens_are_text: bool = False) -> str:
+    r"""Text that begins none of ``marks``, decided where it parts from the last of them: for every proper
+    prefix of a marker (the empty one included), that prefix then a character no marker continues it with
+    (``[^\s<]|<[^t|]|<t[^h]|…``). A bare reply that begins ``<answer>`` or ``<b>`` is text once ``<a`` has
+    arrived; one that begins ``<th`` waits for the next character, so a stream never takes a marker's first
+    half for text. A whole marker is no text (nor a text that ends within a marker's first characters), nor is
+    text that begins like a special token (``<|``, ``<｜``): a token the analysis never saw (an end-of-turn
+    token left in the text) stays out of the content, as every ``<`` did before. ``tokens_are_text``: where
+    every marker that may stand there is among ``marks`` (a headed reply's header parts), text that begins like
+    another token (``<|chart|> is text``) parts from them as any text does."""
+    marks = sorted({m.strip() for m in marks if m and m.strip()})
+    tokens = () if tokens_are_text else SPECIAL_OPENERS
+    alts = []
+    for p in sorted({m[:k] for m in marks for k in range(len(m))}, key=lambda x: (len(x), x)):
+        if p in marks or p.startswith(tokens):
+            continue
+        nxt = sorted({m[len(p)] for m in marks if m.startswith(p) and len(m) > len(p)}
+                     | ({o[1] for o in tokens} if p == "<" else set()))
+        alts.append(re.escape(p) + "[^" + (r"\s" if not p else "") + "".join(re.escape(ch) for ch in nxt) + "]")
+    return "(?:" + "|".join(alts) + ")"
+
+
 def without_groups(pattern: str) -> str:
     """``pattern`` with its named groups plain: a copy that stands inside another pattern (a lookbehind, a close)
     whose own captures those groups would otherwise become."""

@@ -27,7 +27,7 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .guard import _BALANCED_TOKENS
 from .streamed_calls import streamed_tool_field
-from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, cut_marker, esc, literals, prefix_safe, then_space, waits, without_groups
+from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, cut_marker, esc, literals, parts_from, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
 from .reasoning import (LONE_CLOSE_WINDOW, calls_end_reasoning, delimited_reasoning, reasoning_open, repeated_opener,
                         resumed_after_calls)
@@ -209,28 +209,6 @@ def _leading_literal(pattern: str) -> tuple[str, str]:
         out.append(m.group(1) or {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(2) or "") or m.group(3))
         i = m.end()
     return "".join(out), pattern[i:]
-
-
-SPECIAL_OPENERS = ("<|", "<｜")  # how a special token begins (``markers.SPECIAL``): one the analysis never saw is no text either
-
-
-def parts_from(marks) -> str:
-    r"""Text that begins none of ``marks``, decided where it parts from the last of them: for every proper
-    prefix of a marker (the empty one included), that prefix then a character no marker continues it with
-    (``[^\s<]|<[^t|]|<t[^h]|…``). A bare reply that begins ``<answer>`` or ``<b>`` is text once ``<a`` has
-    arrived; one that begins ``<th`` waits for the next character, so a stream never takes a marker's first
-    half for text. A whole marker is no text (nor a text that ends within a marker's first characters), nor is
-    text that begins like a special token (``<|``, ``<｜``): a token the analysis never saw (an end-of-turn
-    token left in the text) stays out of the content, as every ``<`` did before."""
-    marks = sorted({m.strip() for m in marks if m and m.strip()})
-    alts = []
-    for p in sorted({m[:k] for m in marks for k in range(len(m))}, key=lambda x: (len(x), x)):
-        if p in marks or p.startswith(SPECIAL_OPENERS):
-            continue
-        nxt = sorted({m[len(p)] for m in marks if m.startswith(p) and len(m) > len(p)}
-                     | ({o[1] for o in SPECIAL_OPENERS} if p == "<" else set()))
-        alts.append(re.escape(p) + "[^" + (r"\s" if not p else "") + "".join(re.escape(ch) for ch in nxt) + "]")
-    return "(?:" + "|".join(alts) + ")"
 
 
 def tokens_then_text(a: Analysis) -> str:

@@ -188,11 +188,15 @@ def read_metadata(fetch: Callable[[int, int], bytes], where: str, block: int = B
         value = _value(r, kind, wanted)
         if wanted:
             out[key] = value
-    ids = frozenset(v for k in (*TOKEN_IDS.values(), *STOP_IDS) if isinstance(v := out.get(k), int) and not isinstance(v, bool))
-    ids |= out.get(ADDED, frozenset())
+    ids = token_ids(out) | out.get(ADDED, frozenset())
     if vocab and ids:
         out[TOKENS_KEY] = _Reader(fetch, where, vocab[0], r.endian, block).strings(min(vocab[1], max(ids) + 1), ids)
     return out
+
+
+def token_ids(meta: dict) -> frozenset[int]:
+    """The ids of the special and stop tokens ``meta`` names (a bool or another type names none)."""
+    return frozenset(v for k in (*TOKEN_IDS.values(), *STOP_IDS) if isinstance(v := meta.get(k), int) and not isinstance(v, bool))
 
 
 def _remembered(fetch: Callable[[int, int], bytes], keep: int = 16 << 20) -> Callable[[int, int], bytes]:

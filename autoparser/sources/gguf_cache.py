@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from ..files import cache_dir, write_atomic
-from .gguf import STOP_IDS, TOKEN_IDS, TOKENS_KEY
+from .gguf import TOKENS_KEY, token_ids
 
 FORMAT = 1
 
@@ -57,7 +57,7 @@ def keep(repo_id: str, revision: str | None, file: str | None, quant: str | None
     """Remember what ``source_from_metadata`` reads of ``meta``: its string and integer keys (the templates, the
     token ids, the shard number) and the texts of the special and stop tokens those ids name."""
     kept = {k: v for k, v in meta.items() if k != TOKENS_KEY and _scalar(v)}
-    ids = {v for k in (*TOKEN_IDS.values(), *STOP_IDS) if _scalar(v := meta.get(k)) and isinstance(v, int)}
+    ids = token_ids(meta)
     tokens = {str(i): text.hex() for i, text in meta.get(TOKENS_KEY, {}).items() if i in ids}
     asked = _asked(repo_id, revision, file, quant)
     entry = {"format": FORMAT, "asked": asked, "commit": commit, "file": chosen, "meta": kept, "tokens": tokens}

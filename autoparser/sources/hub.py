@@ -359,20 +359,22 @@ def _from_gguf(repo_id: str, revision: str | None, name: str | None, label: str,
     from huggingface_hub.errors import HfHubHTTPError
 
     kept = gguf_cache.recall(repo_id, revision, file, quant)
-    pinned = bool(revision and _COMMIT.fullmatch(revision))  # a commit's files never change
-    if kept is not None and ((commit is not None and commit == kept[0]) or (pinned and kept[0] == revision)):
-        return source_from_metadata(kept[2], _gguf_where(repo_id, revision, kept[1]), name)
     offline = constants.is_offline_mode()
-    if offline or unreachable is not None:
-        why = "offline mode is on (HF_HUB_OFFLINE)" if offline else f"the Hub did not answer ({unreachable})"
-        if kept is None and not offline:
-            raise SourceError(_unreachable(unreachable), label)
-        if kept is None:
-            raise SourceError("has no chat template in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE): "
-                              "a GGUF repo is read once where the Hub is reachable; or point at a downloaded .gguf file", label)
-        at = f" at commit {kept[0][:7]}" if kept[0] else ""
-        src = source_from_metadata(kept[2], _gguf_where(repo_id, revision, kept[1]), name)
-        return dataclasses.replace(src, notes=(f"{why}: using the GGUF header read from the Hub before{at}",))
+    if kept is not None:
+        read_at, chosen, meta = kept
+        pinned = bool(revision and _COMMIT.fullmatch(revision))  # a commit's files never change
+        if (commit is not None and commit == read_at) or (pinned and read_at == revision):
+            return source_from_metadata(meta, _gguf_where(repo_id, revision, chosen), name)
+        if offline or unreachable is not None:
+            why = "offline mode is on (HF_HUB_OFFLINE)" if offline else f"the Hub did not answer ({unreachable})"
+            at = f" at commit {read_at[:7]}" if read_at else ""
+            src = source_from_metadata(meta, _gguf_where(repo_id, revision, chosen), name)
+            return dataclasses.replace(src, notes=(f"{why}: using the GGUF header read from the Hub before{at}",))
+    if offline:
+        raise SourceError("has no chat template in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE): "
+                          "a GGUF repo is read once where the Hub is reachable; or point at a downloaded .gguf file", label)
+    if unreachable is not None:
+        raise SourceError(_unreachable(unreachable), label)
     try:
         names = [file] if file else HfApi().list_repo_files(repo_id, revision=revision)
     except HfHubHTTPError as e:
