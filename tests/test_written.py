@@ -61,3 +61,21 @@ def test_a_bracket_glued_to_a_word_opens_no_call():
         assert parse_response(text, template, prefix="") == {"role": "assistant", "content": text}
     msg = parse_response('Sure.\n[get_weather(city="Paris")]', template, prefix="")
     assert msg["content"] == "Sure." and msg["tool_calls"][0]["function"]["arguments"] == {"city": "Paris"}
+
+
+def test_markup_escaping_in_history_is_no_format():
+    """A call object built by adding strings to a ``|safe`` value renders ``{&#34;name&#34;: …`` through transformers
+    (jinja's Markup escapes what is added to it); the model writes JSON, which the inferred template reads whole."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    src = (MODELS / "markup-escaped.jinja").read_text(encoding="utf-8")
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}]
+    assert "{&#34;name&#34;: &#34;get_weather&#34;" in _compile_jinja_template(src).render(messages=history)
+    res = autoparser.infer_result(src)
+    assert res.verdict["status"] == "full" and not res.verdict["dropped"] and res.verdict["fields"]["tool_calls"] == "pass"
+    out = 'Checking. [CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}, {"name": "get_time", "arguments": {}}]</s>'
+    msg = parse_response(out, res.template, prefix="[INST]Weather?[/INST]", tools=VERIFY_TOOLS)
+    assert msg.get("content") == "Checking."
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [
+        ("get_weather", {"city": "Paris", "days": 3}), ("get_time", {})]

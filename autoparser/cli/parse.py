@@ -40,7 +40,7 @@ def generation_prompt(chat_template: str, special_tokens: dict | None = None, *,
 
     from ..errors import TemplateError
 
-    renderer = Renderer(chat_template, special_tokens, where=where)
+    renderer = Renderer(chat_template, special_tokens, where=where, markup=True)  # the prompt as transformers renders it
     messages = [{"role": "user", "content": user_message}]
     missing: dict[str, str] = {}
     while True:

@@ -40,7 +40,10 @@ def alias_reasoning(messages: list[dict]) -> list[dict]:
 class Renderer:
     """A compiled chat template plus the special tokens it reads; compile once, render many."""
 
-    def __init__(self, source: str, special_tokens: dict[str, str] | None = None, *, where: str | None = None):
+    def __init__(self, source: str, special_tokens: dict[str, str] | None = None, *, where: str | None = None,
+                 markup: bool = False):
+        """``markup``: render ``safe`` as transformers does (a prompt handed to a user), not as plain text (what
+        the analysis reads: ``sandbox._unmarked``)."""
         if not isinstance(source, str):
             raise TemplateError(f"chat template must be a string, got {type(source).__name__}", where)
         if not source.strip():
@@ -55,6 +58,7 @@ class Renderer:
         self.special_tokens = {k: v for k, v in (special_tokens or {}).items() if isinstance(v, str)}
         self._context = {k: v for k, v in self.special_tokens.items() if k != STOP_TOKENS}  # what a template reads
         self.mutable = False
+        self.markup = markup
         self.renders = 0
         self._compiled = self._compile(mutable=False)
 
@@ -116,5 +120,5 @@ class Renderer:
     def _render_once(self, msgs, tools, add_generation_prompt, context) -> str:
         if self.mutable:  # the caller's messages and tools (shared probe constants) stay as they were
             msgs, tools = copy.deepcopy((msgs, tools))
-        with weighing(self.mutable):  # immutable: nothing can change them, what was weighed once stays true
+        with weighing(self.mutable, self.markup):  # immutable: nothing can change them, what was weighed once stays true
             return self._compiled.render(messages=msgs, tools=tools, documents=None, add_generation_prompt=add_generation_prompt, **context)

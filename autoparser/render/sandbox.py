@@ -38,6 +38,7 @@ import jinja2.parser
 import jinja2.runtime
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import _PassArg
+from markupsafe import Markup
 
 from ..errors import TemplateError
 from .codegen import _CodeGenerator, _Parser
@@ -464,6 +465,16 @@ def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys, default=as_list)
 
 
+def _unmarked(value):
+    """``safe``, as plain text unless a render asks for transformers' own (``Renderer(markup=True)``). With autoescape
+    off (transformers renders so) ``safe``'s only effect is that the ``Markup`` it returns HTML-escapes whatever is
+    added to it: ``'{"name": "' + name + '", "arguments": ' + arguments|safe`` renders ``{&#34;name&#34;: …`` (Mistral's
+    v3 and v7 templates in mistral-common). That escaping is an artifact of history's rendering, never the format a
+    model writes (its tokenizer encodes the calls' JSON, not the template's entities), so the analysis and verify
+    read the text unescaped; a prompt handed to a user is rendered as transformers renders it."""
+    return Markup(value) if getattr(_local, "markup", False) else str(value)
+
+
 def _strftime_now(fmt):
     return datetime.now().strftime(fmt)
 
@@ -475,7 +486,7 @@ def _guarded_filters(filters: dict) -> dict:
     """jinja's filters with ours for ``tojson`` and ``sum``, each guarded (``_guard_filter``). A guard keeps no
     state of its own (the environment reaches a filter as an argument), so one per function serves every
     environment: wrapping all of them again was a third of making an environment, at every compile."""
-    filters = {**filters, "tojson": _tojson, "sum": filters["sum"]}
+    filters = {**filters, "tojson": _tojson, "sum": filters["sum"], "safe": _unmarked}
     out = {}
     for name, f in filters.items():
         g = _GUARDED.get((name, f))
@@ -541,11 +552,14 @@ def _compiled(source: str, mutable: bool) -> jinja2.Template:
 
 
 @contextmanager
-def weighing(mutable: bool):
+def weighing(mutable: bool, markup: bool = False):
     """The weights memo for one render: seeded with the constants' weights where nothing can change a
-    container (immutable sandbox), empty where the render works on its own copies (mutable sandbox)."""
+    container (immutable sandbox), empty where the render works on its own copies (mutable sandbox); and
+    whether ``safe`` marks text as transformers' does (``_unmarked``)."""
     _local.memo = {} if mutable else dict(_CONSTANT_WEIGHTS)
+    _local.markup = markup
     try:
         yield
     finally:
         _local.memo = None
+        _local.markup = False
