@@ -192,6 +192,21 @@ def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_
             assert "thinking" not in msg and msg["content"] == "Let me reason.</think>\n\nThe answer."
 
 
+def test_a_prompt_opened_block_whose_end_no_rendering_shows_ends_at_its_closing_form():
+    """spaced-forced-open.jinja: the prompt opens ``<think>``; history writes the header after spaces the
+    template's line leaves and drops the reasoning, cutting content at no end. The header aligns the two (the
+    prefill is the prompt's ``<think>``, not the whole header), and the block ends at the opener's closing form,
+    said by a warning; before, the template was refused (the header read as a reasoning opener)."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "spaced-forced-open.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["status"] == "full" and res.verdict["fields"]["reasoning"] == "pass"
+    assert [w for w in res.warnings if "closing form" in w and "'</think>'" in w]
+    prefix = "<|user|>Hi<|assistant|><think>\n"
+    for msg in both(res.template, "Let me think.\n</think>\n\nHello there.<|end|>", prefix):
+        assert (msg.get("thinking"), msg.get("content")) == ("Let me think.", "Hello there.")
+
+
 @pytest.mark.parametrize("name, text", [
     # a thinking budget of 0 prefills a closed block; other budgets leave the reply's start to the model (Seed-OSS)
     ("budget-closes", "Let me reason.</think>\n\nThe answer.<|/turn|>"),

@@ -26,6 +26,9 @@ class Reasoning:
     # A thinking switch prefills the block (opened or closed) in one mode and leaves the reply's start to
     # the model in another: the model may reason with only the close written (``reasoning</think>answer``).
     lone_close: bool = False
+    # The end is the opener's closing form (``<think>`` -> ``</think>``) that no rendering shows: the prompt opens
+    # the block and history drops the reasoning without cutting content at any end. Said by a warning.
+    end_assumed: bool = False
 
 
 @dataclass(frozen=True)

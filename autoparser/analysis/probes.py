@@ -143,7 +143,9 @@ def _same_spacing(prompt: str, full: str) -> str:
         return full
     header = prompt[k:].strip()
     j = full.find(header, k) if header else k
-    if j < 0 or NEEDLE.search(full, k, j):
+    if j < 0:
+        return _spaced_before_prefill(prompt, full, k, header)
+    if NEEDLE.search(full, k, j):
         return full
     skipped = full[k:j]
     if skipped.strip() and (MARKER.search(skipped) or len(skipped.strip()) > len(header) or not _separates(prompt[:k], skipped, header)):
@@ -153,6 +155,22 @@ def _same_spacing(prompt: str, full: str) -> str:
     while tail and j < len(full) and full[j].isspace():
         tail, j = tail - 1, j + 1
     return prompt + full[j:]
+
+
+def _spaced_before_prefill(prompt: str, full: str, k: int, header: str) -> str:
+    """``_same_spacing`` where the prompt's header goes on with a prefill history leaves out (``<｜Assistant｜><think>\n``
+    in the prompt, ``            <｜Assistant｜>Hello`` in history: whitespace a template's own lines leave before the
+    header): the header's leading markers, found after whitespace alone, align the two; the prefill after them stays
+    the prompt's, for the caller to find as one."""
+    ends = [m.end() for m in MARKER.finditer(header) if m.end() < len(header)]
+    if not MARKER.match(header):
+        return full
+    for end in reversed(ends):
+        part = header[:end]
+        j = full.find(part, k)
+        if j >= 0 and not full[k:j].strip():
+            return prompt[: prompt.index(part, k) + len(part)] + full[j + len(part):]
+    return full
 
 
 @dataclass(frozen=True)

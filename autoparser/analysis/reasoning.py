@@ -308,8 +308,15 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
         for p in prompts.values():
             if p.rstrip().endswith(start):
                 forced_open = True
+    assumed = False
     if start and not end:
         end = _closer_by_split(pr, start, log)
+        if not end and forced_open and (end := _closing_form(start)):
+            # The prompt opens the block and no rendering shows its end (history drops the reasoning, and
+            # cuts content at no end): a tag's own closing form ends it, as markup pairs, where before the
+            # whole reply was reasoning. Said by a warning (``end_assumed``).
+            assumed = True
+            log.append(f"R2 end of {start!r}: no rendering shows one; its closing form {end!r}")
     if not start and not end:
         # The prompt ends with an opener that history keeps before the content, and earlier turns
         # are cut at its closing form (Nemotron Nano v2's always-open <think>).
@@ -335,7 +342,7 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     budgets = {f"{n}=0": pr.try_render([{"role": "user", "content": USER}], gen=True, mode={n: 0})
                for n in reasoning_budgets(pr.r.source)} if mode != "NONE" else {}
     budgets = {k: v for k, v in budgets.items() if v is not None}
-    r = Reasoning(mode, start, end, variants, _lone_close(mode, start, end, {**prompts, **budgets}, log))
+    r = Reasoning(mode, start, end, variants, _lone_close(mode, start, end, {**prompts, **budgets}, log), end_assumed=assumed)
     log.append(f"reasoning -> {r}")
     return r
 

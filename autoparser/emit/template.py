@@ -377,6 +377,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 f["close_pattern"] += "|" + repeated_opener(r.start, lead_open)
             f["content"] = "text"
             fields[reasoning_field] = f
+            if r.end_assumed:
+                warnings.append(f"the reasoning's end {r.end!r} is its opener's closing form: the prompt opens {r.start!r} and no "
+                                f"rendering of the template shows how the block ends")
             if r.lone_close and r.end:
                 warnings.append(f"text before a {r.end!r} with no {r.start!r} is reasoning where the {r.end!r} comes within "
                                 f"{LONE_CLOSE_WINDOW} characters of the reply's start: a stream whose reply does not start with {r.start!r} "
