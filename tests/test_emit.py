@@ -179,6 +179,18 @@ def test_a_stray_reasoning_close_never_loses_content(text, content):
         assert msg["content"] == content
 
 
+@pytest.mark.parametrize("text, content", [
+    ("<think>\nR\n</think></think>The answer.<|im_end|>", "The answer."),
+    ("<think>\nR\n</think>\n</think>\n\nThe answer.<|im_end|>", "The answer."),
+    ("<think>\nR\n</think>\n\nThe answer.</think> More.<|im_end|>", "The answer.</think> More."),  # after text: the content's
+])
+def test_a_reasoning_close_written_twice_closes_once(text, content):
+    """A close written again right after itself is one close, as an opener written twice opens once: the repeat
+    is no content text (before: content "</think>The answer.")."""
+    for msg in both(template("chatml-think"), text):
+        assert (msg.get("thinking"), msg["content"]) == ("R", content)
+
+
 def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_the_model():
     """forced-closed.jinja closes the block in the prompt in one mode and leaves it to the model in the
     other, the thinking one (``Reasoning.lone_close``): text before a lone close is reasoning. chatml-think
