@@ -13,7 +13,7 @@ from .analysis import workarounds as wa
 from .analysis.content import analyze_content
 from .analysis.families import refine as refine_family
 from .analysis.model import Analysis
-from .analysis.reasoning import analyze_reasoning
+from .analysis.reasoning import analyze_reasoning, ended_by_calls
 from .analysis.tools import analyze_tools
 from .analysis.turn import analyze_turn
 from .emit import emit
@@ -57,6 +57,7 @@ def _analyze(chat_template: str, special_tokens: dict | None, where: str | None,
             content = analyze_content(pr, turn, reasoning, log)
             tools = analyze_tools(pr, turn, reasoning, content, log)
             tools = refine_family(pr, turn, reasoning, content, tools, log)
+            reasoning = ended_by_calls(pr, reasoning, tools, log)
     except AutoparserError as e:
         if e.where is None:
             e.where = where

@@ -191,6 +191,23 @@ def test_a_reasoning_close_written_twice_closes_once(text, content):
         assert (msg.get("thinking"), msg["content"]) == ("R", content)
 
 
+def test_calls_the_template_writes_right_after_the_reasoning_end_it():
+    """reasoning-then-calls.jinja writes ``<|think|>R\n<|act|>{…}``: no end before calls, ``<|out|>`` before content. The
+    calls' opener ends the block (``Reasoning.calls_end``); before, the call stayed in the reasoning and the template
+    was refused (its content opener read only as the reasoning's end)."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "reasoning-then-calls.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["status"] == "full" and res.verdict["fields"]["tool_calls"] == "pass" and res.verdict["fields"]["reasoning"] == "pass"
+    prefix = "<|usr|>Hi<|eot|>\n<|model|>"
+    text = '<|think|>I need the weather.\n<|act|>{"name": "get_weather", "arguments": {"city": "Paris"}}\n<|eot|>'
+    for msg in both(res.template, text, prefix):
+        assert msg.get("thinking") == "I need the weather." and not msg.get("content")
+        assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
+    for msg in both(res.template, "<|think|>Easy.\n<|out|>Hello.\n<|eot|>", prefix):
+        assert (msg.get("thinking"), msg.get("content")) == ("Easy.", "Hello.")
+
+
 def test_a_close_without_opener_is_reasoning_where_a_switch_leaves_the_block_to_the_model():
     """forced-closed.jinja closes the block in the prompt in one mode and leaves it to the model in the
     other, the thinking one (``Reasoning.lone_close``): text before a lone close is reasoning. chatml-think

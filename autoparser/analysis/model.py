@@ -29,6 +29,9 @@ class Reasoning:
     # The end is the opener's closing form (``<think>`` -> ``</think>``) that no rendering shows: the prompt opens
     # the block and history drops the reasoning without cutting content at any end. Said by a warning.
     end_assumed: bool = False
+    # The template writes calls right after the reasoning with no end between (``<|think|>\nR\n<|act|>\n{…}``, where
+    # the end opens content): the calls' opener ends the block too.
+    calls_end: bool = False
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ opens and closes, the reasoning block)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations
 
 import regex as re
@@ -13,7 +14,7 @@ import regex as re
 from .diff import MARKER, SPECIAL_TOKEN, Diff, diff, glued_header, leading_markers, markers, prefix_len, trailing_markers
 from .probes import CONTENT, REASON, RESULT, USER, USER2, Prober, assistant, call
 from .reads import reasoning_budgets
-from .model import Reasoning
+from .model import Reasoning, Tools
 
 
 def _markers_around(d: Diff, needle: str, next_needle: str | None) -> tuple[str, str, str] | None:
@@ -368,3 +369,25 @@ def _lone_close(mode: str, start: str, end: str, prompts: dict[str, str], log: l
 
 def _m(mode: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in mode.items()) or "default"
+
+
+def ended_by_calls(pr: Prober, r: Reasoning, t: Tools, log: list[str]) -> Reasoning:
+    """Reasoning the template itself writes right before its calls, with nothing but whitespace between
+    (``<|think|>\nR\n<|act|>\n{…}``, while a content reply begins with the end ``<|out|>``): the calls' opener ends the
+    block there, as the end does before content (``Reasoning.calls_end``). Asked once the calls' opener is known;
+    one render of a reasoning + call turn."""
+    if r.mode not in ("TAG_BASED", "FORCED_OPEN") or not (r.start and r.end) or t.format == "NONE" or t.headed.kind or not pr.modes:
+        return r
+    opener = (t.section_start or t.call_start).strip()
+    first = MARKER.match(opener)
+    if not first:
+        return r
+    g = pr.generation(assistant(None, reasoning=REASON, calls=[call()]), pr.modes[0])
+    if not g or REASON not in g.full:
+        return r
+    after = g.full[g.full.index(REASON) + len(REASON):]
+    k = after.find(first.group(0))
+    if k < 0 or after[:k].strip():
+        return r
+    log.append(f"R5 reasoning + call: the call's opener {first.group(0)!r} follows the reasoning with no end: it ends the block")
+    return replace(r, calls_end=True)

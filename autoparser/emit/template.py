@@ -370,6 +370,9 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
                 f["close_pattern"] = _close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
                 f["open_pattern"] += resumed_after_calls(a, stops)
+            elif r.end and r.calls_end and openers:
+                # The template itself writes calls right after the reasoning, with no end (``Reasoning.calls_end``).
+                f["close_pattern"] = _close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 # (``_flex``: whitespace between the end's markers and words, ``<|close|> think<|sep|>``)
                 f["close_pattern"] = _close_once(r.end) + calls_end_reasoning(a, ends, openers)
