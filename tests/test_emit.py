@@ -191,6 +191,32 @@ def test_a_reasoning_close_written_twice_closes_once(text, content):
         assert (msg.get("thinking"), msg["content"]) == ("R", content)
 
 
+def test_the_word_in_a_prefilled_empty_block_is_the_openers():
+    """prefilled-channel.jinja prefills ``<|channel>thought\n<channel|>`` (thinking off) and renders no reasoning in
+    history: the opener is ``<|channel>thought``, so a reply after that prompt has no reasoning (before: ``thought``,
+    the channel's name, on every reply, and the template refused); with thinking on, the block is read."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "prefilled-channel.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["status"] == "full"
+    for msg in both(res.template, "Hello.<turn|>", "<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"):
+        assert "thinking" not in msg and msg["content"] == "Hello."
+    for msg in both(res.template, "<|channel>thought\nPlan.<channel|>Hello.<turn|>", "<|turn>user\nHi<turn|>\n<|turn>model\n"):
+        assert (msg.get("thinking"), msg["content"]) == ("Plan.", "Hello.")
+
+
+def test_a_last_user_turn_closed_by_another_tag_is_no_reply_text():
+    """last-user-close.jinja closes the last user message with ``[/LAST]`` and an earlier one with ``[/INST]``: the
+    history's close is the user turn's, so the reply is what follows it (before: refused, the conversation read as
+    not continuing the prompt)."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "last-user-close.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["status"] == "full" and res.verdict["fields"]["content"] == "pass"
+    for msg in both(res.template, "Hello.</s>", "[LAST]Hi[/LAST]"):
+        assert msg["content"] == "Hello."
+
+
 def test_calls_the_template_writes_right_after_the_reasoning_end_it():
     """reasoning-then-calls.jinja writes ``<|think|>R\n<|act|>{…}``: no end before calls, ``<|out|>`` before content. The
     calls' opener ends the block (``Reasoning.calls_end``); before, the call stayed in the reasoning and the template

@@ -165,12 +165,28 @@ def _spaced_before_prefill(prompt: str, full: str, k: int, header: str) -> str:
     ends = [m.end() for m in MARKER.finditer(header) if m.end() < len(header)]
     if not MARKER.match(header):
         return full
+    if MARKER.fullmatch(header):
+        return _other_user_close(prompt, full, k, header)
     for end in reversed(ends):
         part = header[:end]
         j = full.find(part, k)
         if j >= 0 and not full[k:j].strip():
             return prompt[: prompt.index(part, k) + len(part)] + full[j + len(part):]
     return full
+
+
+_CLOSING = re.compile(r"</[^<>\s]{1,64}>|\[/[^\[\]\s]{1,64}\]")
+
+
+def _other_user_close(prompt: str, full: str, k: int, close: str) -> str:
+    """``full`` continuing ``prompt`` where the last user turn closes with one closing tag in the prompt and another in
+    history (mistral.rs's Mistral Small template: the last user message in ``[SYSTEM_PROMPT]…[/SYSTEM_PROMPT]``, an
+    earlier one in ``[INST]…[/INST]``): the reply follows either close, so history's is the user turn's, not text a
+    model writes. Only closing tags (``</x>``, ``[/X]``): an opener there may be the reply's own markup."""
+    m = MARKER.match(full, k + len(full[k:]) - len(full[k:].lstrip()))
+    if not (_CLOSING.fullmatch(close) and m and _CLOSING.fullmatch(m.group(0)) and m.group(0) != close and close not in full[k:]):
+        return full
+    return prompt + full[m.end():]
 
 
 @dataclass(frozen=True)

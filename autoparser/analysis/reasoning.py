@@ -242,6 +242,21 @@ def _prefill(pr: Prober, mode: dict) -> str:
     return g.dropped if g and not g.exact else ""
 
 
+_WORD = re.compile(r"[A-Za-z_][\w\-]{0,31}\s*")
+
+
+def _worded_opener(prefill: str, ms: list[str]) -> str:
+    """The opener of an empty block a prompt prefills: its first marker, with the one word glued to it before the end
+    (``<|channel>thought\n<channel|>``: ``<|channel>thought``, the token and the channel's name, as Gemma 4 writes
+    its reasoning opener). An empty block holds no reasoning, so that word is the opener's, where history renders no
+    reasoning to show it; read as reasoning, every reply after such a prompt came back with reasoning ``thought``."""
+    if len(ms) != 2:
+        return ms[0]
+    i = prefill.index(ms[0]) + len(ms[0])
+    word = prefill[i:prefill.rindex(ms[-1])]
+    return ms[0] + word.rstrip() if _WORD.fullmatch(word) else ms[0]
+
+
 def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
     found = None
     scope = "content"
@@ -299,7 +314,7 @@ def analyze_reasoning(pr: Prober, log: list[str]) -> Reasoning:
             continue
         if len(ms) >= 2 and (not end or ms[-1] == end):
             forced_closed = True
-            start = start or ms[0]
+            start = start or _worded_opener(pre, ms)
             end = end or ms[-1]
         elif len(ms) == 1 and (not start or ms[0] == start):
             start = start or ms[0]
