@@ -191,6 +191,20 @@ def test_a_reasoning_close_written_twice_closes_once(text, content):
         assert (msg.get("thinking"), msg["content"]) == ("R", content)
 
 
+def test_a_switch_that_adds_an_opening_tag_opens_the_block():
+    """switch-opens-think.jinja: the user's turn writes the assistant header and the thinking switch adds ``<think>``;
+    an opening tag is the block's opener, not a close of the header (before: reasoning read as ``<|assistant|>`` ..
+    ``<think>``, and the template refused), and its end is its closing form."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "switch-opens-think.jinja").read_text(encoding="utf-8"))
+    assert res.verdict["status"] == "full" and res.verdict["fields"]["reasoning"] == "pass"
+    for msg in both(res.template, "Plan.\n</think>\n\nHello.<|end|>", "<|user|>Hi<|assistant|><think>\n"):
+        assert (msg.get("thinking"), msg["content"]) == ("Plan.", "Hello.")
+    for msg in both(res.template, "Hello.<|end|>", "<|user|>Hi<|assistant|>"):
+        assert "thinking" not in msg and msg["content"] == "Hello."
+
+
 def test_the_word_in_a_prefilled_empty_block_is_the_openers():
     """prefilled-channel.jinja prefills ``<|channel>thought\n<channel|>`` (thinking off) and renders no reasoning in
     history: the opener is ``<|channel>thought``, so a reply after that prompt has no reasoning (before: ``thought``,

@@ -92,7 +92,8 @@ def _toggle(pr: Prober, log: list[str]) -> tuple[str, str, str] | None:
         extra, other = (d.left, d.right) if d.left.strip() else (d.right, d.left)
         opener = markers(trailing_markers(d.prefix))
         closer = markers(extra)
-        if not other.strip() and opener and len(closer) == 1 and extra.strip() == closer[0] and closer[0] != opener[-1]:
+        # (an opening tag, ``<think>`` after ``<｜Assistant｜>``, is a mode's prefilled opener, read below: no close)
+        if not other.strip() and opener and len(closer) == 1 and extra.strip() == closer[0] and closer[0] != opener[-1] and not _closing_form(closer[0]):
             log.append(f"R2 thinking toggle: prompts differ by {extra!r} after {opener[-1]!r}")
             return opener[-1], closer[0], closer[0]
         if not other.strip() and len(closer) == 2 and not MARKER.sub("", extra).strip() and closer[0] != closer[1]:
