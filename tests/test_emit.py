@@ -191,6 +191,20 @@ def test_a_reasoning_close_written_twice_closes_once(text, content):
         assert (msg.get("thinking"), msg["content"]) == ("R", content)
 
 
+def test_the_turns_end_right_after_a_call_list_is_no_part_of_its_close():
+    """json-array-turn-end.jinja writes ``[CALLS][{…, "id": …}]</s>``: the end is the turn's, so a reply whose end an
+    engine stripped (and whose calls leave their ids out) still reads its calls (before: the list's close was ``]</s>``, and without it the arguments ran to the
+    text's end as text, ``{"city": "Paris"}}]``)."""
+    import autoparser
+
+    res = autoparser.infer_result((MODELS / "json-array-turn-end.jinja").read_text(encoding="utf-8"), {"eos_token": "</s>"})
+    assert res.verdict["status"] == "full" and res.verdict["realistic"]["end_marker_stripped"] == "pass"
+    for end in ("", "</s>"):
+        for msg in both(res.template, '[CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]' + end, "[INST]Hi[/INST]"):
+            assert not msg.get("content")
+            assert [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
+
+
 def test_a_switch_that_adds_an_opening_tag_opens_the_block():
     """switch-opens-think.jinja: the user's turn writes the assistant header and the thinking switch adds ``<think>``;
     an opening tag is the block's opener, not a close of the header (before: reasoning read as ``<|assistant|>`` ..

@@ -570,7 +570,8 @@ def _json_native(one, two, start, end, value, turn, log) -> Tools:
     id_path = _find_path(element, ID_A) or ()
     call_start, call_end = one[:start], one[end:]
     for m in turn.end_markers:  # the turn's end follows the call; it is no part of it
-        if m and m in call_end and call_end[: call_end.find(m)].strip():
+        if m and m in call_end and (call_end[: call_end.find(m)].strip() or array):
+            # (after a list's ``]``, the turn's end alone too: ``[TOOL_CALLS][{…}]</s>``, whose ``</s>`` an engine strips)
             call_end = call_end[: call_end.find(m)]
     uncovered = []
     shared = False
