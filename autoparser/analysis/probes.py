@@ -144,6 +144,8 @@ def _same_spacing(prompt: str, full: str) -> str:
     header = prompt[k:].strip()
     j = full.find(header, k) if header else k
     if j < 0:
+        if MARKER.fullmatch(header):
+            return _other_user_close(prompt, full, k, header)
         return _spaced_before_prefill(prompt, full, k, header)
     if NEEDLE.search(full, k, j):
         return full
@@ -162,12 +164,9 @@ def _spaced_before_prefill(prompt: str, full: str, k: int, header: str) -> str:
     in the prompt, ``            <｜Assistant｜>Hello`` in history: whitespace a template's own lines leave before the
     header): the header's leading markers, found after whitespace alone, align the two; the prefill after them stays
     the prompt's, for the caller to find as one."""
-    ends = [m.end() for m in MARKER.finditer(header) if m.end() < len(header)]
     if not MARKER.match(header):
         return full
-    if MARKER.fullmatch(header):
-        return _other_user_close(prompt, full, k, header)
-    for end in reversed(ends):
+    for end in reversed([m.end() for m in MARKER.finditer(header) if m.end() < len(header)]):
         part = header[:end]
         j = full.find(part, k)
         if j >= 0 and not full[k:j].strip():

@@ -48,6 +48,19 @@ def reasoning_open(r, token: str = "", ends=()) -> str:
     return opener
 
 
+def close_once(end: str) -> str:
+    """The reasoning's end, and the same marker written again right after it (``R</think></think>C``, ``</think>\n</think>``):
+    a close written twice closes once, as an opener written twice opens once (``reasoning_open``), so the repeat is
+    no content text. Only an end that is one marker: an end that holds the next message's header (R1b) written
+    again is a message of its own."""
+    body = _flex(end)
+    if markers(end.strip()) != [end.strip()]:
+        return then_space(body)
+    # (``not_before``: the close waits for a character that shows no repeat is arriving, as a plain opener's open
+    # does; the regex module's partial search prefers the whole close without the repeat to the repeat arriving)
+    return body + rf"(?:\s*{body})*\s*{not_before(end.strip())}"
+
+
 CALLS_AFTER_REASONING_WINDOW = 2048  # how far past a call's opener inside reasoning the calls must end the reply
 
 

@@ -27,9 +27,9 @@ from ..analysis.diff import MARKER, markers
 from .families import headed_fields, message_anchor
 from .guard import _BALANCED_TOKENS
 from .streamed_calls import streamed_tool_field
-from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, cut_marker, esc, literals, not_before, parts_from, prefix_safe, then_space, waits, without_groups
+from .markers import _STRUCTURE, SPECIAL_TOKEN, SPECIAL, _branches, _flex, cut_marker, esc, literals, parts_from, prefix_safe, then_space, waits, without_groups
 from .pythonic import token_after_list
-from .reasoning import (LONE_CLOSE_WINDOW, calls_end_reasoning, delimited_reasoning, reasoning_open, repeated_opener,
+from .reasoning import (LONE_CLOSE_WINDOW, calls_end_reasoning, close_once, delimited_reasoning, reasoning_open, repeated_opener,
                         resumed_after_calls)
 from .tools import dropped_section, one
 
@@ -329,19 +329,6 @@ def _header_to_marker(t: Tools) -> str:
     return _flex(t.call_start.strip()) + r"[\w.\-/]+\s*" + esc(mk.group(0)) if mk else ""
 
 
-def _close_once(end: str) -> str:
-    """The reasoning's end, and the same marker written again right after it (``R</think></think>C``, ``</think>\n</think>``):
-    a close written twice closes once, as an opener written twice opens once (``reasoning_open``), so the repeat is
-    no content text. Only an end that is one marker: an end that holds the next message's header (R1b) written
-    again is a message of its own."""
-    body = _flex(end)
-    if markers(end.strip()) != [end.strip()]:
-        return then_space(body)
-    # (``not_before``: the close waits for a character that shows no repeat is arriving, as a plain opener's open
-    # does; the regex module's partial search prefers the whole close without the repeat to the repeat arriving)
-    return body + rf"(?:\s*{body})*\s*{not_before(end.strip())}"
-
-
 def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str]]:
     """Returns (response_template, warnings): the library form (``library``; ``served`` gives the engines')."""
     warnings: list[str] = []
@@ -368,14 +355,14 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
                 # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
                 # reasoning that spells the call format (Seed-OSS quoting ``<seed:tool_call>…``) would make a
                 # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
-                f["close_pattern"] = _close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
+                f["close_pattern"] = close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
                 f["open_pattern"] += resumed_after_calls(a, stops)
             elif r.end and r.calls_end and openers:
                 # The template itself writes calls right after the reasoning, with no end (``Reasoning.calls_end``).
-                f["close_pattern"] = _close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
+                f["close_pattern"] = close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
             elif r.end:
                 # (``_flex``: whitespace between the end's markers and words, ``<|close|> think<|sep|>``)
-                f["close_pattern"] = _close_once(r.end) + calls_end_reasoning(a, ends, openers)
+                f["close_pattern"] = close_once(r.end) + calls_end_reasoning(a, ends, openers)
             # An end that holds the next message's header (R1b: ``<|im_end|>\n<|im_start|>assistant``): its first part
             # alone also closes where the turn ends right after it (a reply of reasoning only).
             firsts = [v for v in r.end_variants if r.end and r.end.startswith(v) and v != r.end]
