@@ -19,6 +19,13 @@ def template(name: str) -> dict:
     return json.loads((MODELS / f"{name}.response.json").read_text(encoding="utf-8"))
 
 
+def inferred(name: str, tokens: dict | None = None):
+    """What ``infer`` hands out for a team example (its verdict and warnings with it)."""
+    import autoparser
+
+    return autoparser.infer_result((MODELS / f"{name}.jinja").read_text(encoding="utf-8"), tokens)
+
+
 def both(spec: dict, text: str, prefix: str = "") -> list[dict]:
     """The message parsed in one shot and streamed one character at a time."""
     p = ResponseParser(spec, prefix=prefix)
@@ -195,9 +202,7 @@ def test_the_turns_end_right_after_a_call_list_is_no_part_of_its_close():
     """json-array-turn-end.jinja writes ``[CALLS][{…, "id": …}]</s>``: the end is the turn's, so a reply whose end an
     engine stripped (and whose calls leave their ids out) still reads its calls (before: the list's close was ``]</s>``, and without it the arguments ran to the
     text's end as text, ``{"city": "Paris"}}]``)."""
-    import autoparser
-
-    res = autoparser.infer_result((MODELS / "json-array-turn-end.jinja").read_text(encoding="utf-8"), {"eos_token": "</s>"})
+    res = inferred("json-array-turn-end", {"eos_token": "</s>"})
     assert res.verdict["status"] == "full" and res.verdict["realistic"]["end_marker_stripped"] == "pass"
     for end in ("", "</s>"):
         for msg in both(res.template, '[CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]' + end, "[INST]Hi[/INST]"):
@@ -209,9 +214,7 @@ def test_a_switch_that_adds_an_opening_tag_opens_the_block():
     """switch-opens-think.jinja: the user's turn writes the assistant header and the thinking switch adds ``<think>``;
     an opening tag is the block's opener, not a close of the header (before: reasoning read as ``<|assistant|>`` ..
     ``<think>``, and the template refused), and its end is its closing form."""
-    import autoparser
-
-    res = autoparser.infer_result((MODELS / "switch-opens-think.jinja").read_text(encoding="utf-8"))
+    res = inferred("switch-opens-think")
     assert res.verdict["status"] == "full" and res.verdict["fields"]["reasoning"] == "pass"
     for msg in both(res.template, "Plan.\n</think>\n\nHello.<|end|>", "<|user|>Hi<|assistant|><think>\n"):
         assert (msg.get("thinking"), msg["content"]) == ("Plan.", "Hello.")
@@ -223,9 +226,7 @@ def test_the_word_in_a_prefilled_empty_block_is_the_openers():
     """prefilled-channel.jinja prefills ``<|channel>thought\n<channel|>`` (thinking off) and renders no reasoning in
     history: the opener is ``<|channel>thought``, so a reply after that prompt has no reasoning (before: ``thought``,
     the channel's name, on every reply, and the template refused); with thinking on, the block is read."""
-    import autoparser
-
-    res = autoparser.infer_result((MODELS / "prefilled-channel.jinja").read_text(encoding="utf-8"))
+    res = inferred("prefilled-channel")
     assert res.verdict["status"] == "full"
     for msg in both(res.template, "Hello.<turn|>", "<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"):
         assert "thinking" not in msg and msg["content"] == "Hello."
@@ -237,9 +238,7 @@ def test_a_last_user_turn_closed_by_another_tag_is_no_reply_text():
     """last-user-close.jinja closes the last user message with ``[/LAST]`` and an earlier one with ``[/INST]``: the
     history's close is the user turn's, so the reply is what follows it (before: refused, the conversation read as
     not continuing the prompt)."""
-    import autoparser
-
-    res = autoparser.infer_result((MODELS / "last-user-close.jinja").read_text(encoding="utf-8"))
+    res = inferred("last-user-close")
     assert res.verdict["status"] == "full" and res.verdict["fields"]["content"] == "pass"
     for msg in both(res.template, "Hello.</s>", "[LAST]Hi[/LAST]"):
         assert msg["content"] == "Hello."
@@ -249,9 +248,7 @@ def test_calls_the_template_writes_right_after_the_reasoning_end_it():
     """reasoning-then-calls.jinja writes ``<|think|>R\n<|act|>{…}``: no end before calls, ``<|out|>`` before content. The
     calls' opener ends the block (``Reasoning.calls_end``); before, the call stayed in the reasoning and the template
     was refused (its content opener read only as the reasoning's end)."""
-    import autoparser
-
-    res = autoparser.infer_result((MODELS / "reasoning-then-calls.jinja").read_text(encoding="utf-8"))
+    res = inferred("reasoning-then-calls")
     assert res.verdict["status"] == "full" and res.verdict["fields"]["tool_calls"] == "pass" and res.verdict["fields"]["reasoning"] == "pass"
     prefix = "<|usr|>Hi<|eot|>\n<|model|>"
     text = '<|think|>I need the weather.\n<|act|>{"name": "get_weather", "arguments": {"city": "Paris"}}\n<|eot|>'
@@ -280,9 +277,7 @@ def test_a_prompt_opened_block_whose_end_no_rendering_shows_ends_at_its_closing_
     template's line leaves and drops the reasoning, cutting content at no end. The header aligns the two (the
     prefill is the prompt's ``<think>``, not the whole header), and the block ends at the opener's closing form,
     said by a warning; before, the template was refused (the header read as a reasoning opener)."""
-    import autoparser
-
-    res = autoparser.infer_result((MODELS / "spaced-forced-open.jinja").read_text(encoding="utf-8"))
+    res = inferred("spaced-forced-open")
     assert res.verdict["status"] == "full" and res.verdict["fields"]["reasoning"] == "pass"
     assert [w for w in res.warnings if "closing form" in w and "'</think>'" in w]
     prefix = "<|user|>Hi<|assistant|><think>\n"

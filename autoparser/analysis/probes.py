@@ -182,7 +182,7 @@ def _other_user_close(prompt: str, full: str, k: int, close: str) -> str:
     history (mistral.rs's Mistral Small template: the last user message in ``[SYSTEM_PROMPT]…[/SYSTEM_PROMPT]``, an
     earlier one in ``[INST]…[/INST]``): the reply follows either close, so history's is the user turn's, not text a
     model writes. Only closing tags (``</x>``, ``[/X]``): an opener there may be the reply's own markup."""
-    m = MARKER.match(full, k + len(full[k:]) - len(full[k:].lstrip()))
+    m = MARKER.match(full, len(full) - len(full[k:].lstrip()))  # the first marker after whitespace
     if not (_CLOSING.fullmatch(close) and m and _CLOSING.fullmatch(m.group(0)) and m.group(0) != close and close not in full[k:]):
         return full
     return prompt + full[m.end():]

@@ -350,16 +350,16 @@ def emit(a: Analysis, reasoning_field: str = "thinking") -> tuple[dict, list[str
             # text after those is no reasoning left without its opener, so the look stops there.
             stops = ends + openers + ([c.start.strip()] if c.mode == "ALWAYS_WRAPPED" and c.start.strip() and not c.numbered else [])
             f = {"open_pattern": reasoning_open(r, alone, stops)}
-            if r.end and r.mode == "TOOLS_ONLY" and openers:
+            if r.end and (r.mode == "TOOLS_ONLY" or r.calls_end) and openers:
                 # Reasoning that exists to plan calls: models go straight on to the call (Kimi K2
-                # Thinking), so the call's (or section's) opening token also ends it. Not in other modes:
-                # reasoning that spells the call format (Seed-OSS quoting ``<seed:tool_call>…``) would make a
-                # call up from it (docs/FORMATS.md §7b, a call inside unclosed reasoning).
+                # Thinking), so the call's (or section's) opening token also ends it; so it does where the
+                # template itself writes calls right after the reasoning with no end (``Reasoning.calls_end``).
+                # Not in other modes: reasoning that spells the call format (Seed-OSS quoting
+                # ``<seed:tool_call>…``) would make a call up from it (docs/FORMATS.md §7b, a call inside
+                # unclosed reasoning).
                 f["close_pattern"] = close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
-                f["open_pattern"] += resumed_after_calls(a, stops)
-            elif r.end and r.calls_end and openers:
-                # The template itself writes calls right after the reasoning, with no end (``Reasoning.calls_end``).
-                f["close_pattern"] = close_once(r.end) + f"|(?={'|'.join(map(esc, openers))})"
+                if r.mode == "TOOLS_ONLY":
+                    f["open_pattern"] += resumed_after_calls(a, stops)
             elif r.end:
                 # (``_flex``: whitespace between the end's markers and words, ``<|close|> think<|sep|>``)
                 f["close_pattern"] = close_once(r.end) + calls_end_reasoning(a, ends, openers)
